@@ -1,0 +1,18 @@
+# The CUDA switch. The backend itself arrives with the CUDA issue; the switch exists now so that
+# builds and scripts can already name it. AUTO turns CUDA on only where a compiler is found.
+set(IL_HAVE_CUDA OFF)
+if(IL_CUDA STREQUAL "ON" OR IL_CUDA STREQUAL "AUTO")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(IL_HAVE_CUDA ON)
+  elseif(IL_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "IL_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)")
+  endif()
+elseif(NOT IL_CUDA STREQUAL "OFF")
+  message(FATAL_ERROR "IL_CUDA must be ON, OFF or AUTO (got '${IL_CUDA}')")
+endif()
+if(IL_HAVE_CUDA)
+  message(FATAL_ERROR "IL_CUDA: the CUDA backend is not implemented yet; configure with -DIL_CUDA=OFF")
+endif()
+message(STATUS "inferencelayer: CUDA backend ${IL_HAVE_CUDA}")

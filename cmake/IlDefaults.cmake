@@ -1,0 +1,11 @@
+# Compile settings every project target gets: warnings are errors, sanitizers when asked.
+function(il_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers)
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+endfunction()
+
+if(IL_SANITIZE)
+  message(STATUS "inferencelayer: building with -fsanitize=${IL_SANITIZE}")
+  add_compile_options(-fsanitize=${IL_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${IL_SANITIZE})
+endif()

@@ -1,0 +1,84 @@
+// The public entry point: load a Hugging Face model folder, tokenize, and run it.
+//
+//   auto engine = il::Engine::load("path/to/model", {});
+//   il::Matrix vectors = engine->embed({engine->tokenize("hello world")}, {});
+//
+// An Engine is safe to use from one thread at a time for compute calls; tokenize() is const and
+// may be called concurrently. Errors are reported as il::Error (a std::runtime_error).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inferencelayer/types.h"
+
+namespace il {
+
+struct EngineOptions {
+  std::string device = "cpu";            // "cpu" (CUDA arrives with its own issue)
+  std::size_t max_batch_tokens = 16384;  // scratch is sized for this many tokens per forward
+  std::size_t threads = 0;               // 0 = one per hardware thread
+};
+
+enum class ModelKind { kEmbedding, kCrossEncoder };
+
+// What a folder holds, for `inferencelayer info` and the server's /info.
+struct ModelInfo {
+  std::string path;
+  std::string model_type;      // config.json model_type
+  std::string architecture;    // architectures[0], or the model type when absent
+  std::string layout;          // "bert", "xlm-roberta", "jina-xlm-roberta"
+  ModelKind kind = ModelKind::kEmbedding;
+  int hidden = 0;
+  int layers = 0;
+  int heads = 0;
+  int intermediate = 0;
+  int vocab = 0;
+  int max_tokens = 0;          // per sequence, special tokens included
+  int num_labels = 0;          // cross-encoders
+  int output_dim = 0;          // embedding width (after a Dense module)
+  std::string activation;
+  std::string stored_dtype;    // dtype of the safetensors data
+  std::size_t parameters = 0;
+  std::size_t weight_bytes = 0;
+  PoolingMode pooling = PoolingMode::kMean;
+  bool normalize = false;
+  bool sentence_transformers = false;
+  bool random_weights = false; // a demo / fixture folder: its outputs mean nothing
+  std::string tokenizer;       // tokenizer model kind ("WordPiece", ...) or "" when absent
+};
+
+struct EmbedOptions {
+  std::optional<bool> normalize;         // default: the folder's Normalize module
+  std::optional<PoolingMode> pooling;    // default: the folder's pooling config
+  std::size_t dimensions = 0;            // Matryoshka: keep the first N dims (re-normalised)
+};
+
+class Engine {
+ public:
+  static std::unique_ptr<Engine> load(const std::filesystem::path& model_dir,
+                                      const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  virtual const ModelInfo& info() const = 0;
+
+  // Tokenization with the folder's tokenizer.json. With truncate=false an input longer than the
+  // model's maximum is an il::Error that says how long it is and what the maximum is.
+  virtual TokenInput tokenize(std::string_view text, bool truncate = true) const = 0;
+  virtual TokenInput tokenize_pair(std::string_view first, std::string_view second,
+                                   bool truncate = true) const = 0;
+
+  // Pooled (and by default normalised) embeddings, one row per input.
+  virtual Matrix embed(const std::vector<TokenInput>& inputs, const EmbedOptions& options) = 0;
+  // The final hidden states, one [tokens, hidden] matrix per input.
+  virtual std::vector<Matrix> hidden_states(const std::vector<TokenInput>& inputs) = 0;
+  // Cross-encoders: raw logits, one row of num_labels per input pair.
+  virtual Matrix score(const std::vector<TokenInput>& inputs) = 0;
+};
+
+}  // namespace il

@@ -1,0 +1,56 @@
+// Small value types shared by the public API and the library internals.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace il {
+
+// Epilogue activations of a GEMM and of MLP / head layers. Switch on these without `default`
+// so that a new enumerator fails to compile until every switch handles it.
+enum class Activation { kNone, kGeluErf, kGeluTanh, kSilu, kRelu, kTanh };
+
+enum class PoolingMode { kMean, kCls, kLastToken };
+
+constexpr std::string_view activation_name(Activation a) {
+  switch (a) {
+    case Activation::kNone: return "none";
+    case Activation::kGeluErf: return "gelu";
+    case Activation::kGeluTanh: return "gelu_tanh";
+    case Activation::kSilu: return "silu";
+    case Activation::kRelu: return "relu";
+    case Activation::kTanh: return "tanh";
+  }
+  return "?";
+}
+
+constexpr std::string_view pooling_name(PoolingMode p) {
+  switch (p) {
+    case PoolingMode::kMean: return "mean";
+    case PoolingMode::kCls: return "cls";
+    case PoolingMode::kLastToken: return "last";
+  }
+  return "?";
+}
+
+// A dense row-major f32 matrix returned by the engine.
+struct Matrix {
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::vector<float> data;
+
+  Matrix() = default;
+  Matrix(std::size_t r, std::size_t c) : rows(r), cols(c), data(r * c) {}
+  float* row(std::size_t i) { return data.data() + i * cols; }
+  const float* row(std::size_t i) const { return data.data() + i * cols; }
+};
+
+// One model input: token ids and, optionally, one segment id per token (empty = all 0).
+struct TokenInput {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> type_ids;
+};
+
+}  // namespace il

@@ -1,0 +1,48 @@
+// A fixed pool of worker threads running parallel_for over an index range. The calling thread
+// takes part in the work, so a pool of N threads runs N-1 workers. One parallel_for runs at a
+// time per pool (the plan executes its steps in order); nested calls run inline.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace il {
+
+class ThreadPool {
+ public:
+  // threads == 0 means one per hardware thread.
+  explicit ThreadPool(std::size_t threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  std::size_t size() const { return workers_.size() + 1; }
+
+  // Calls fn(begin, end) on disjoint chunks covering [0, n). Chunks are at least `grain` long,
+  // handed out dynamically so uneven work (ragged sequences) balances.
+  void parallel_for(std::size_t n, std::size_t grain,
+                    const std::function<void(std::size_t, std::size_t)>& fn);
+
+ private:
+  void worker_loop();
+  void run_chunks();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;
+  std::size_t job_n_ = 0;
+  std::size_t job_grain_ = 1;
+  std::size_t next_ = 0;        // next unclaimed index (guarded by mutex_)
+  std::size_t active_ = 0;      // workers still inside the current job
+  std::size_t generation_ = 0;  // bumps once per job so workers see a new one
+  bool stop_ = false;
+  bool busy_ = false;
+};
+
+}  // namespace il
