@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,8 @@ struct ModelInfo {
   bool sentence_transformers = false;
   bool random_weights = false; // a demo / fixture folder: its outputs mean nothing
   std::string tokenizer;       // tokenizer model kind ("WordPiece", ...) or "" when absent
+  std::map<std::string, std::string> prompts;  // config_sentence_transformers.json
+  std::string default_prompt_name;
 };
 
 struct EmbedOptions {

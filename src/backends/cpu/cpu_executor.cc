@@ -1,0 +1,134 @@
+#include "backends/cpu/cpu_executor.h"
+
+#include <cblas.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "core/error.h"
+#include "ops/embed.h"
+#include "ops/gemm.h"
+#include "ops/layernorm.h"
+#include "ops/pool.h"
+
+namespace il::cpu {
+
+using plan::Rows;
+using plan::View;
+
+CpuExecutor::CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::size_t threads)
+    : plan_(plan), max_tokens_(max_tokens), pool_(threads) {
+  check(max_tokens > 0, "cpu executor: max_tokens must be positive");
+  // BLAS runs between our own parallel sections, never inside them: give it the same threads.
+  openblas_set_num_threads(static_cast<int>(pool_.size()));
+  buffers_.reserve(plan.buffers().size());
+  // Sequence buffers get one row per token too: a batch can hold as many sequences as tokens.
+  for (const auto& b : plan.buffers()) buffers_.emplace_back(max_tokens * b.cols);
+}
+
+void CpuExecutor::set_batch(const plan::Batch& batch) {
+  check(batch.num_seqs() > 0, "batch: no sequences");
+  check(batch.num_tokens() <= max_tokens_, "batch: ", batch.num_tokens(),
+        " tokens exceed the scratch size of ", max_tokens_);
+  check(batch.seq_starts.front() == 0 &&
+            static_cast<std::size_t>(batch.seq_starts.back()) == batch.num_tokens(),
+        "batch: seq_starts must run from 0 to the token count");
+  check(batch.type_ids.empty() || batch.type_ids.size() == batch.num_tokens(),
+        "batch: type_ids must be empty or one per token");
+  batch_ = batch;
+}
+
+float* CpuExecutor::ptr(const View& v) {
+  return buffers_.at(static_cast<std::size_t>(v.buffer)).data() + v.col;
+}
+
+std::size_t CpuExecutor::ld(const View& v) const {
+  return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).cols;
+}
+
+std::size_t CpuExecutor::rows(const View& v) const {
+  switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
+    case Rows::kTokens: return batch_.num_tokens();
+    case Rows::kSequences: return batch_.num_seqs();
+  }
+  return 0;
+}
+
+const float* CpuExecutor::weight(plan::WeightId id) const {
+  if (id == plan::kNoWeight) return nullptr;
+  return plan_.weights().at(static_cast<std::size_t>(id)).data.data();
+}
+
+void CpuExecutor::run(const std::string& program) {
+  check(batch_.num_seqs() > 0, "cpu executor: run before set_batch");
+  for (const plan::Step& step : plan_.program(program)) {
+    if (!profiling_) {
+      execute(step);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    execute(step);
+    const auto t1 = std::chrono::steady_clock::now();
+    auto& entry = profile_[step.name];
+    entry.op = std::visit([](const auto& op) -> std::string {
+      using T = std::decay_t<decltype(op)>;
+      if constexpr (std::is_same_v<T, plan::EmbedStep>) return "embed";
+      if constexpr (std::is_same_v<T, plan::GemmStep>) return "gemm";
+      if constexpr (std::is_same_v<T, plan::LayerNormStep>) return "layernorm";
+      if constexpr (std::is_same_v<T, plan::AttentionStep>) return "attention";
+      if constexpr (std::is_same_v<T, plan::PoolStep>) return "pool";
+      if constexpr (std::is_same_v<T, plan::L2Step>) return "l2";
+    }, step.op);
+    entry.ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    entry.calls += 1;
+  }
+}
+
+void CpuExecutor::execute(const plan::Step& step) {
+  const int32_t* starts = batch_.seq_starts.data();
+  const std::size_t nseq = batch_.num_seqs();
+  std::visit(
+      [&](const auto& op) {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, plan::EmbedStep>) {
+          ops::embed_cpu({batch_.tokens.data(), batch_.type_ids.empty() ? nullptr : batch_.type_ids.data(),
+                          starts, nseq, weight(op.word), weight(op.position), op.position_offset,
+                          weight(op.type), ptr(op.out), ld(op.out), op.out.cols},
+                         pool_);
+        } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
+          const auto& w = plan_.weights().at(static_cast<std::size_t>(op.w));
+          ops::gemm_cpu({ptr(op.x), ld(op.x), w.data.data(), weight(op.bias), ptr(op.y), ld(op.y),
+                         rows(op.x), static_cast<std::size_t>(w.shape[0]),
+                         static_cast<std::size_t>(w.shape[1]), op.act},
+                        pool_);
+        } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
+          const bool has_res = op.residual.buffer >= 0;
+          ops::layernorm_cpu({ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,
+                              has_res ? ld(op.residual) : 0, weight(op.w), weight(op.b), ptr(op.out),
+                              ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms},
+                             pool_);
+        } else if constexpr (std::is_same_v<T, plan::AttentionStep>) {
+          ops::attention_cpu({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),
+                              ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
+                              op.head_dim, op.scale, op.mask, op.window},
+                             pool_);
+        } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
+          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols,
+                         op.mode},
+                        pool_);
+        } else if constexpr (std::is_same_v<T, plan::L2Step>) {
+          ops::l2_rows_cpu({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, pool_);
+        }
+      },
+      step.op);
+}
+
+void CpuExecutor::read(const View& view, float* dst) {
+  const std::size_t n = rows(view);
+  const float* src = ptr(view);
+  const std::size_t stride = ld(view);
+  for (std::size_t r = 0; r < n; ++r)
+    std::memcpy(dst + r * view.cols, src + r * stride, view.cols * sizeof(float));
+}
+
+}  // namespace il::cpu

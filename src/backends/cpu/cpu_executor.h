@@ -1,0 +1,50 @@
+// The reference executor: f32 buffers in host memory, ops from ops/*_cpu.cc, GEMM through BLAS.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "plan/executor.h"
+
+namespace il::cpu {
+
+class CpuExecutor final : public plan::Executor {
+ public:
+  // The plan must outlive the executor. threads == 0: one per hardware thread.
+  CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::size_t threads);
+
+  std::size_t max_tokens() const override { return max_tokens_; }
+  void set_batch(const plan::Batch& batch) override;
+  void run(const std::string& program) override;
+  void read(const plan::View& view, float* dst) override;
+  std::string backend_name() const override { return "cpu"; }
+
+  // Profiling: when on, run() accumulates wall time per step name and op kind.
+  void set_profiling(bool on) { profiling_ = on; }
+  struct StepTime {
+    std::string op;
+    double ms = 0.0;
+    std::size_t calls = 0;
+  };
+  const std::map<std::string, StepTime>& profile() const { return profile_; }
+
+ private:
+  void execute(const plan::Step& step);
+  float* ptr(const plan::View& v);
+  std::size_t ld(const plan::View& v) const;
+  std::size_t rows(const plan::View& v) const;
+  const float* weight(plan::WeightId id) const;
+
+  const plan::Plan& plan_;
+  std::size_t max_tokens_;
+  ThreadPool pool_;
+  std::vector<std::vector<float>> buffers_;
+  plan::Batch batch_;
+  std::map<std::string, StepTime> profile_;
+  bool profiling_ = false;
+};
+
+}  // namespace il::cpu

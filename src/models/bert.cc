@@ -1,0 +1,244 @@
+#include "models/bert.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace il::models {
+namespace {
+
+using plan::BufferId;
+using plan::Rows;
+using plan::View;
+using I64 = std::vector<int64_t>;
+
+struct LayerNames {
+  std::string qkv_fused;  // jina: one [3H, H] tensor
+  std::string q, k, v, out, ln1, up, down, ln2;
+};
+
+LayerNames layer_names(const BertNames& n, int i) {
+  const std::string l = std::to_string(i);
+  switch (n.layout) {
+    case BertLayout::kStandard: {
+      const std::string p = n.prefix + "encoder.layer." + l + ".";
+      return {"", p + "attention.self.query", p + "attention.self.key", p + "attention.self.value",
+              p + "attention.output.dense", p + "attention.output.LayerNorm",
+              p + "intermediate.dense", p + "output.dense", p + "output.LayerNorm"};
+    }
+    case BertLayout::kJina: {
+      const std::string p = n.prefix + "encoder.layers." + l + ".";
+      return {p + "mixer.Wqkv", "", "", "", p + "mixer.out_proj", p + "norm1", p + "mlp.fc1",
+              p + "mlp.fc2", p + "norm2"};
+    }
+  }
+  return {};
+}
+
+plan::WeightId add(plan::Plan& plan, const WeightSource& src, const std::string& name, I64 shape) {
+  std::vector<float> data = src.load(name, shape);
+  return plan.add_weight(name, std::move(shape), std::move(data));
+}
+
+}  // namespace
+
+BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg) {
+  (void)cfg;
+  for (const char* p : {"", "bert.", "roberta."}) {
+    const std::string prefix = p;
+    if (!src.has(prefix + "embeddings.word_embeddings.weight")) continue;
+    if (src.has(prefix + "encoder.layers.0.mixer.Wqkv.weight")) return {prefix, BertLayout::kJina};
+    return {prefix, BertLayout::kStandard};
+  }
+  throw make_error("no BERT-family tensors found: probed embeddings.word_embeddings.weight under "
+                   "the prefixes '', 'bert.' and 'roberta.'");
+}
+
+BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
+                            const WeightSource& src, const BertNames& names) {
+  const int64_t H = cfg.hidden, I = cfg.intermediate;
+  const std::size_t h = static_cast<std::size_t>(H);
+  const std::string& p = names.prefix;
+
+  // Scratch: the residual stream, attention context, a projection output, and one wide buffer
+  // shared by the packed QKV projection and the MLP's intermediate activations.
+  const BufferId cur = plan.add_buffer("hidden", Rows::kTokens, h);
+  const BufferId ctx = plan.add_buffer("attn_ctx", Rows::kTokens, h);
+  const BufferId tmp = plan.add_buffer("proj_out", Rows::kTokens, h);
+  const BufferId mid = plan.add_buffer("mid", Rows::kTokens, static_cast<std::size_t>(std::max(I, 3 * H)));
+
+  plan::EmbedStep emb;
+  emb.word = add(plan, src, p + "embeddings.word_embeddings.weight", {cfg.vocab, H});
+  emb.position = add(plan, src, p + "embeddings.position_embeddings.weight", {cfg.max_positions, H});
+  if (cfg.type_vocab > 0)
+    emb.type = add(plan, src, p + "embeddings.token_type_embeddings.weight", {cfg.type_vocab, H});
+  emb.position_offset = static_cast<std::size_t>(cfg.position_offset);
+  emb.out = plan.whole(tmp);
+  plan.add_step("encode", "embeddings", emb);
+
+  const std::string emb_ln = names.layout == BertLayout::kJina ? p + "emb_ln" : p + "embeddings.LayerNorm";
+  plan::LayerNormStep ln0;
+  ln0.x = plan.whole(tmp);
+  ln0.w = add(plan, src, emb_ln + ".weight", {H});
+  ln0.b = add(plan, src, emb_ln + ".bias", {H});
+  ln0.eps = cfg.layer_norm_eps;
+  ln0.out = plan.whole(cur);
+  plan.add_step("encode", "embeddings.norm", ln0);
+
+  const View qkv = plan.slice(mid, 0, 3 * h);
+  const View up = plan.slice(mid, 0, static_cast<std::size_t>(I));
+  for (int i = 0; i < cfg.layers; ++i) {
+    const LayerNames n = layer_names(names, i);
+    const std::string L = "L" + std::to_string(i) + ".";
+
+    // Q, K and V as one GEMM over a weight fused at load time (rows q, then k, then v).
+    plan::GemmStep proj;
+    proj.x = plan.whole(cur);
+    proj.y = qkv;
+    if (names.layout == BertLayout::kJina) {
+      proj.w = add(plan, src, n.qkv_fused + ".weight", {3 * H, H});
+      proj.bias = add(plan, src, n.qkv_fused + ".bias", {3 * H});
+    } else {
+      std::vector<float> w, b;
+      for (const std::string* part : {&n.q, &n.k, &n.v}) {
+        auto pw = src.load(*part + ".weight", {H, H});
+        auto pb = src.load(*part + ".bias", {H});
+        w.insert(w.end(), pw.begin(), pw.end());
+        b.insert(b.end(), pb.begin(), pb.end());
+      }
+      proj.w = plan.add_weight(L + "qkv.weight", {3 * H, H}, std::move(w));
+      proj.bias = plan.add_weight(L + "qkv.bias", {3 * H}, std::move(b));
+    }
+    plan.add_step("encode", L + "qkv", proj);
+
+    plan::AttentionStep attn;
+    attn.q = plan.slice(mid, 0, h);
+    attn.k = plan.slice(mid, h, h);
+    attn.v = plan.slice(mid, 2 * h, h);
+    attn.heads = attn.kv_heads = static_cast<std::size_t>(cfg.heads);
+    attn.head_dim = static_cast<std::size_t>(cfg.head_dim);
+    attn.scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
+    attn.out = plan.whole(ctx);
+    plan.add_step("encode", L + "attention", attn);
+
+    plan::GemmStep o;
+    o.x = plan.whole(ctx);
+    o.w = add(plan, src, n.out + ".weight", {H, H});
+    o.bias = add(plan, src, n.out + ".bias", {H});
+    o.y = plan.whole(tmp);
+    plan.add_step("encode", L + "attn_out", o);
+
+    plan::LayerNormStep ln1;  // post-norm: LN(attn_out + residual), written over the residual
+    ln1.x = plan.whole(tmp);
+    ln1.residual = plan.whole(cur);
+    ln1.w = add(plan, src, n.ln1 + ".weight", {H});
+    ln1.b = add(plan, src, n.ln1 + ".bias", {H});
+    ln1.eps = cfg.layer_norm_eps;
+    ln1.out = plan.whole(cur);
+    plan.add_step("encode", L + "attn_norm", ln1);
+
+    plan::GemmStep u;
+    u.x = plan.whole(cur);
+    u.w = add(plan, src, n.up + ".weight", {I, H});
+    u.bias = add(plan, src, n.up + ".bias", {I});
+    u.act = cfg.act;
+    u.y = up;
+    plan.add_step("encode", L + "mlp_up", u);
+
+    plan::GemmStep d;
+    d.x = up;
+    d.w = add(plan, src, n.down + ".weight", {H, I});
+    d.bias = add(plan, src, n.down + ".bias", {H});
+    d.y = plan.whole(tmp);
+    plan.add_step("encode", L + "mlp_down", d);
+
+    plan::LayerNormStep ln2;
+    ln2.x = plan.whole(tmp);
+    ln2.residual = plan.whole(cur);
+    ln2.w = add(plan, src, n.ln2 + ".weight", {H});
+    ln2.b = add(plan, src, n.ln2 + ".bias", {H});
+    ln2.eps = cfg.layer_norm_eps;
+    ln2.out = plan.whole(cur);
+    plan.add_step("encode", L + "mlp_norm", ln2);
+  }
+  plan.set_output("hidden", plan.whole(cur));
+  return cur;
+}
+
+void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
+                              const WeightSource& src, const BertNames& names, BufferId hidden) {
+  const int64_t H = cfg.hidden, NL = cfg.num_labels;
+  const bool bert_names = src.has(names.prefix + "pooler.dense.weight");
+  const std::string dense = bert_names ? names.prefix + "pooler.dense" : "classifier.dense";
+  const std::string out = bert_names ? "classifier" : "classifier.out_proj";
+  if (!src.has(dense + ".weight") || !src.has(out + ".weight"))
+    throw make_error("cross-encoder head not found: expected ", dense, ".weight and ", out,
+                     ".weight (", cfg.architectures.empty() ? cfg.model_type : cfg.architectures[0], ")");
+
+  const std::size_t h = static_cast<std::size_t>(H);
+  const BufferId cls = plan.add_buffer("ce_cls", Rows::kSequences, h);
+  const BufferId mid = plan.add_buffer("ce_dense", Rows::kSequences, h);
+  const BufferId scores = plan.add_buffer("scores", Rows::kSequences, static_cast<std::size_t>(NL));
+
+  plan::PoolStep pool;  // the first token of each sequence, never a mean
+  pool.x = plan.whole(hidden);
+  pool.mode = PoolingMode::kCls;
+  pool.out = plan.whole(cls);
+  plan.add_step("ce_head", "ce.cls", pool);
+
+  plan::GemmStep g1;
+  g1.x = plan.whole(cls);
+  g1.w = add(plan, src, dense + ".weight", {H, H});
+  g1.bias = add(plan, src, dense + ".bias", {H});
+  g1.act = Activation::kTanh;
+  g1.y = plan.whole(mid);
+  plan.add_step("ce_head", "ce.dense", g1);
+
+  plan::GemmStep g2;
+  g2.x = plan.whole(mid);
+  g2.w = add(plan, src, out + ".weight", {NL, H});
+  g2.bias = add(plan, src, out + ".bias", {NL});
+  g2.y = plan.whole(scores);
+  plan.add_step("ce_head", "ce.classifier", g2);
+  plan.set_output("scores", plan.whole(scores));
+}
+
+std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::EncoderConfig& cfg) {
+  const int64_t H = cfg.hidden, I = cfg.intermediate;
+  const bool roberta = cfg.arch == io::Arch::kXlmRoberta;
+  const std::string p = cfg.is_cross_encoder ? (roberta ? "roberta." : "bert.") : "";
+  std::map<std::string, I64> t;
+  auto linear = [&](const std::string& n, int64_t out, int64_t in) {
+    t[n + ".weight"] = {out, in};
+    t[n + ".bias"] = {out};
+  };
+  auto norm = [&](const std::string& n) {
+    t[n + ".weight"] = {H};
+    t[n + ".bias"] = {H};
+  };
+  t[p + "embeddings.word_embeddings.weight"] = {cfg.vocab, H};
+  t[p + "embeddings.position_embeddings.weight"] = {cfg.max_positions, H};
+  if (cfg.type_vocab > 0) t[p + "embeddings.token_type_embeddings.weight"] = {cfg.type_vocab, H};
+  norm(p + "embeddings.LayerNorm");
+  for (int i = 0; i < cfg.layers; ++i) {
+    const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
+    for (const char* part : {"query", "key", "value"}) linear(l + "attention.self." + part, H, H);
+    linear(l + "attention.output.dense", H, H);
+    norm(l + "attention.output.LayerNorm");
+    linear(l + "intermediate.dense", I, H);
+    linear(l + "output.dense", H, I);
+    norm(l + "output.LayerNorm");
+  }
+  if (cfg.is_cross_encoder) {
+    if (roberta) {
+      linear("classifier.dense", H, H);
+      linear("classifier.out_proj", cfg.num_labels, H);
+    } else {
+      linear(p + "pooler.dense", H, H);
+      linear("classifier", cfg.num_labels, H);
+    }
+  }
+  return t;
+}
+
+}  // namespace il::models

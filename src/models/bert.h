@@ -1,0 +1,42 @@
+// BERT, RoBERTa / XLM-RoBERTa and the jina-reranker-v2 "flash" XLM-R layout: one post-norm
+// encoder, three ways of naming its tensors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "io/hf_config.h"
+#include "models/weight_source.h"
+#include "plan/plan.h"
+
+namespace il::models {
+
+enum class BertLayout { kStandard, kJina };
+
+struct BertNames {
+  std::string prefix;  // "", "bert." or "roberta."
+  BertLayout layout = BertLayout::kStandard;
+};
+
+// Finds the tensor prefix and layout, identically for every backend. Throws listing what was
+// probed when no known layout matches.
+BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg);
+
+// Appends the trunk to program "encode" (embeddings → layers) and names the final hidden states
+// output "hidden" ([T, hidden]). Returns the buffer holding them.
+plan::BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
+                                  const WeightSource& src, const BertNames& names);
+
+// Appends program "ce_head" (CLS → dense + tanh → classifier) and output "scores"
+// ([B, num_labels]). BERT names (pooler.dense, classifier) when `<prefix>pooler.dense.weight`
+// exists, else the RoBERTa names (classifier.dense, classifier.out_proj).
+void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
+                              const WeightSource& src, const BertNames& names,
+                              plan::BufferId hidden);
+
+// The tensors a standard transformers export of this config holds (for random-weight runs).
+std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::EncoderConfig& cfg);
+
+}  // namespace il::models

@@ -1,0 +1,37 @@
+// Ragged multi-head attention over packed sequences: sequence s owns rows
+// seq_starts[s] .. seq_starts[s+1] of q, k, v and out, and a row attends only to keys of its own
+// sequence. No padding, and no n×n score matrix: each worker holds one block of score rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace il::ops {
+
+enum class MaskMode { kBidirectional, kCausal };
+
+struct AttentionArgs {
+  const float* q = nullptr;
+  std::size_t ldq = 0;
+  const float* k = nullptr;
+  std::size_t ldk = 0;
+  const float* v = nullptr;
+  std::size_t ldv = 0;
+  float* out = nullptr;
+  std::size_t ldo = 0;
+  const int32_t* seq_starts = nullptr;  // [num_seqs + 1], seq_starts[0] == 0
+  std::size_t num_seqs = 0;
+  std::size_t heads = 0;
+  std::size_t kv_heads = 0;  // GQA: query head h reads kv head h / (heads / kv_heads)
+  std::size_t head_dim = 0;
+  float scale = 1.0f;        // applied to q·k
+  MaskMode mask = MaskMode::kBidirectional;
+  std::size_t window = 0;    // 0 = unlimited; else keys with |i − j| ≤ window / 2
+};
+
+void check_attention(const AttentionArgs& a);
+void attention_cpu(const AttentionArgs& a, ThreadPool& pool);
+
+}  // namespace il::ops

@@ -1,0 +1,35 @@
+// Per-sequence pooling of token rows: mean over the sequence's rows, its first row (CLS), or its
+// last row. Ragged batches hold no padding, so every row of a sequence counts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "inferencelayer/types.h"
+
+namespace il::ops {
+
+struct PoolArgs {
+  const float* x = nullptr;
+  std::size_t ldx = 0;
+  float* out = nullptr;  // [num_seqs, cols]
+  std::size_t ldo = 0;
+  const int32_t* seq_starts = nullptr;
+  std::size_t num_seqs = 0;
+  std::size_t cols = 0;
+  PoolingMode mode = PoolingMode::kMean;
+};
+
+void pool_cpu(const PoolArgs& a, ThreadPool& pool);
+
+// Scales each row to unit L2 norm; an all-zero row stays zero (as torch's F.normalize).
+struct L2RowsArgs {
+  float* x = nullptr;
+  std::size_t ldx = 0;
+  std::size_t rows = 0, cols = 0;
+};
+
+void l2_rows_cpu(const L2RowsArgs& a, ThreadPool& pool);
+
+}  // namespace il::ops

@@ -1,0 +1,59 @@
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/pool.h"
+
+namespace il::ops {
+
+void pool_cpu(const PoolArgs& a, ThreadPool& pool) {
+  check(a.x && a.out && a.seq_starts, "pool: null operand");
+  pool.parallel_for(a.num_seqs, 1, [&](std::size_t s0, std::size_t s1) {
+    std::vector<double> acc(a.cols);
+    for (std::size_t s = s0; s < s1; ++s) {
+      const std::size_t begin = static_cast<std::size_t>(a.seq_starts[s]);
+      const std::size_t end = static_cast<std::size_t>(a.seq_starts[s + 1]);
+      float* out = a.out + s * a.ldo;
+      if (end == begin) {  // an empty sequence pools to zeros rather than reading its neighbour
+        std::fill_n(out, a.cols, 0.0f);
+        continue;
+      }
+      switch (a.mode) {
+        case PoolingMode::kCls:
+          std::memcpy(out, a.x + begin * a.ldx, a.cols * sizeof(float));
+          break;
+        case PoolingMode::kLastToken:
+          std::memcpy(out, a.x + (end - 1) * a.ldx, a.cols * sizeof(float));
+          break;
+        case PoolingMode::kMean: {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (std::size_t r = begin; r < end; ++r) {
+            const float* row = a.x + r * a.ldx;
+            for (std::size_t j = 0; j < a.cols; ++j) acc[j] += row[j];
+          }
+          const double inv = 1.0 / static_cast<double>(end - begin);
+          for (std::size_t j = 0; j < a.cols; ++j) out[j] = static_cast<float>(acc[j] * inv);
+          break;
+        }
+      }
+    }
+  });
+}
+
+void l2_rows_cpu(const L2RowsArgs& a, ThreadPool& pool) {
+  check(a.x != nullptr || a.rows == 0, "l2_rows: null operand");
+  pool.parallel_for(a.rows, 64, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      float* row = a.x + r * a.ldx;
+      double sq = 0.0;
+      for (std::size_t j = 0; j < a.cols; ++j) sq += static_cast<double>(row[j]) * row[j];
+      if (sq <= 0.0) continue;
+      const float inv = static_cast<float>(1.0 / std::sqrt(sq));
+      for (std::size_t j = 0; j < a.cols; ++j) row[j] *= inv;
+    }
+  });
+}
+
+}  // namespace il::ops

@@ -1,0 +1,25 @@
+// What a backend offers the runtime: take a batch, run named programs of a plan over it, read
+// named outputs back. One executor per loaded plan; not thread-safe (the runtime serialises).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "plan/plan.h"
+
+namespace il::plan {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Largest batch (in tokens) the scratch was sized for.
+  virtual std::size_t max_tokens() const = 0;
+  // Makes `batch` current (uploads ids, type ids, sequence offsets). The batch must fit.
+  virtual void set_batch(const Batch& batch) = 0;
+  virtual void run(const std::string& program) = 0;
+  // Copies the current rows of `view` (T or B rows, view.cols wide) into dst, densely packed.
+  virtual void read(const View& view, float* dst) = 0;
+  virtual std::string backend_name() const = 0;
+};
+
+}  // namespace il::plan

@@ -1,0 +1,59 @@
+#include "plan/plan.h"
+
+#include "core/error.h"
+
+namespace il::plan {
+
+BufferId Plan::add_buffer(std::string name, Rows rows, std::size_t cols) {
+  check(cols > 0, "plan: buffer ", name, " has zero columns");
+  buffers_.push_back({std::move(name), rows, cols});
+  return static_cast<BufferId>(buffers_.size() - 1);
+}
+
+WeightId Plan::add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data) {
+  std::size_t numel = 1;
+  for (int64_t d : shape) numel *= static_cast<std::size_t>(d);
+  check(numel == data.size(), "plan: weight ", name, " has ", data.size(),
+        " values for its shape of ", numel);
+  weights_.push_back({std::move(name), std::move(shape), std::move(data)});
+  return static_cast<WeightId>(weights_.size() - 1);
+}
+
+void Plan::add_step(const std::string& program, std::string name, StepOp op) {
+  programs_[program].push_back({std::move(name), std::move(op)});
+}
+
+void Plan::set_output(const std::string& name, View view) { outputs_[name] = view; }
+
+const std::vector<Step>& Plan::program(const std::string& name) const {
+  auto it = programs_.find(name);
+  check(it != programs_.end(), "plan: no program named '", name, "'");
+  return it->second;
+}
+
+std::vector<std::string> Plan::program_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, steps] : programs_) names.push_back(name);
+  return names;
+}
+
+View Plan::output(const std::string& name) const {
+  auto it = outputs_.find(name);
+  check(it != outputs_.end(), "plan: no output named '", name, "'");
+  return it->second;
+}
+
+View Plan::slice(BufferId id, std::size_t col, std::size_t cols) const {
+  const BufferDesc& b = buffers_.at(static_cast<std::size_t>(id));
+  check(col + cols <= b.cols, "plan: view [", col, ", ", col + cols, ") outside buffer ", b.name,
+        " of ", b.cols, " columns");
+  return {id, col, cols};
+}
+
+std::size_t Plan::parameter_count() const {
+  std::size_t n = 0;
+  for (const auto& w : weights_) n += w.data.size();
+  return n;
+}
+
+}  // namespace il::plan

@@ -1,0 +1,28 @@
+// Input validation and packing of token inputs into ragged batches under a token budget.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "inferencelayer/types.h"
+#include "io/hf_config.h"
+#include "plan/plan.h"
+
+namespace il::runtime {
+
+struct BatchRange {
+  std::size_t first = 0;  // index of the first input
+  std::size_t count = 0;
+};
+
+// Throws il::Error naming the input index and the problem: empty input, too long, token id
+// outside the vocabulary, segment id outside the type table, type_ids of another length.
+void validate_inputs(const std::vector<TokenInput>& inputs, const io::EncoderConfig& cfg,
+                     std::size_t max_len);
+
+// Consecutive ranges whose token total stays within max_tokens (each input must fit alone).
+std::vector<BatchRange> pack_batches(const std::vector<TokenInput>& inputs, std::size_t max_tokens);
+
+plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& range);
+
+}  // namespace il::runtime

@@ -1,0 +1,157 @@
+// The Engine: a built plan, its executor and the folder's tokenizer, plus the batching that
+// turns a list of inputs into ragged batches that fit the scratch.
+#include "inferencelayer/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "backends/cpu/cpu_executor.h"
+#include "core/error.h"
+#include "models/embedding_head.h"
+#include "models/registry.h"
+#include "runtime/batching.h"
+#include "runtime/model_info.h"
+#include "text/tokenizer.h"
+
+namespace il {
+namespace {
+
+class LocalEngine final : public Engine {
+ public:
+  LocalEngine(const std::filesystem::path& dir, const EngineOptions& options)
+      : model_(models::build_model_from_folder(dir)) {
+    check(options.device == "cpu" || options.device == "auto", "device '", options.device,
+          "' is not available in this build (available: cpu)");
+    const auto tok_path = dir / "tokenizer.json";
+    if (std::filesystem::exists(tok_path)) tokenizer_.emplace(text::Tokenizer::from_file(tok_path));
+    max_len_ = runtime::max_sequence_length(model_);
+    info_ = runtime::describe(dir, model_, tokenizer_ ? tokenizer_->model_type() : "", max_len_);
+    // The scratch always holds at least one maximal sequence, so any valid input fits a batch.
+    max_batch_tokens_ = std::max<std::size_t>(options.max_batch_tokens, max_len_);
+    exec_ = std::make_unique<cpu::CpuExecutor>(model_.plan, max_batch_tokens_, options.threads);
+  }
+
+  const ModelInfo& info() const override { return info_; }
+
+  TokenInput tokenize(std::string_view text, bool truncate) const override {
+    return to_input(tokenizer().encode(text, encode_options(truncate)));
+  }
+
+  TokenInput tokenize_pair(std::string_view first, std::string_view second,
+                           bool truncate) const override {
+    return to_input(tokenizer().encode_pair(first, second, encode_options(truncate)));
+  }
+
+  Matrix embed(const std::vector<TokenInput>& inputs, const EmbedOptions& options) override {
+    check(info_.kind == ModelKind::kEmbedding, "this model is a cross-encoder: use rerank / score");
+    const PoolingMode mode = options.pooling.value_or(model_.pooling);
+    const bool normalize = options.normalize.value_or(model_.normalize);
+    const std::size_t full = model_.embedding_dim;
+    check(options.dimensions <= full, "dimensions ", options.dimensions,
+          " is larger than the embedding size ", full);
+    const std::size_t dim = options.dimensions ? options.dimensions : full;
+    Matrix out(inputs.size(), dim);
+    std::vector<float> rows;
+    run_batches(inputs, [&](const plan::Batch& batch, std::size_t first) {
+      exec_->run(models::pooling_program(mode));
+      rows.resize(batch.num_seqs() * full);
+      exec_->read(model_.plan.output("embedding"), rows.data());
+      for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
+        const float* src = rows.data() + s * full;
+        std::copy(src, src + dim, out.row(first + s));
+      }
+    });
+    // Normalising after truncation keeps Matryoshka vectors unit length, as sentence-transformers
+    // does; without truncation it equals the Normalize module.
+    if (normalize) {
+      for (std::size_t r = 0; r < out.rows; ++r) {
+        double sq = 0.0;
+        for (std::size_t j = 0; j < dim; ++j) sq += static_cast<double>(out.row(r)[j]) * out.row(r)[j];
+        if (sq > 0.0)
+          for (std::size_t j = 0; j < dim; ++j) out.row(r)[j] = static_cast<float>(out.row(r)[j] / std::sqrt(sq));
+      }
+    }
+    return out;
+  }
+
+  std::vector<Matrix> hidden_states(const std::vector<TokenInput>& inputs) override {
+    std::vector<Matrix> out(inputs.size());
+    const std::size_t h = static_cast<std::size_t>(model_.config.hidden);
+    std::vector<float> rows;
+    run_batches(inputs, [&](const plan::Batch& batch, std::size_t first) {
+      rows.resize(batch.num_tokens() * h);
+      exec_->read(model_.plan.output("hidden"), rows.data());
+      for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
+        const auto b = static_cast<std::size_t>(batch.seq_starts[s]);
+        const auto e = static_cast<std::size_t>(batch.seq_starts[s + 1]);
+        Matrix m(e - b, h);
+        std::copy(rows.begin() + static_cast<std::ptrdiff_t>(b * h),
+                  rows.begin() + static_cast<std::ptrdiff_t>(e * h), m.data.begin());
+        out[first + s] = std::move(m);
+      }
+    });
+    return out;
+  }
+
+  Matrix score(const std::vector<TokenInput>& inputs) override {
+    check(info_.kind == ModelKind::kCrossEncoder,
+          "this model is not a cross-encoder (no sequence-classification head): use embed");
+    const std::size_t labels = static_cast<std::size_t>(model_.config.num_labels);
+    Matrix out(inputs.size(), labels);
+    run_batches(inputs, [&](const plan::Batch& batch, std::size_t first) {
+      exec_->run("ce_head");
+      exec_->read(model_.plan.output("scores"), out.row(first));
+      (void)batch;
+    });
+    return out;
+  }
+
+ private:
+  const text::Tokenizer& tokenizer() const {
+    check(tokenizer_.has_value(), "model folder ", info_.path, " has no tokenizer.json");
+    return *tokenizer_;
+  }
+
+  text::EncodeOptions encode_options(bool truncate) const {
+    text::EncodeOptions o;
+    o.max_length = max_len_;
+    o.truncate = truncate;
+    return o;
+  }
+
+  static TokenInput to_input(text::Encoding&& e) { return {std::move(e.ids), std::move(e.type_ids)}; }
+
+  // Validates every input, packs them in order into batches that fit the scratch, runs "encode"
+  // for each and hands it to `consume` with the index of its first input.
+  template <typename F>
+  void run_batches(const std::vector<TokenInput>& inputs, F&& consume) {
+    runtime::validate_inputs(inputs, model_.config, max_len_);
+    std::lock_guard lock(mutex_);
+    for (const runtime::BatchRange& range : runtime::pack_batches(inputs, max_batch_tokens_)) {
+      plan::Batch batch = runtime::make_batch(inputs, range);
+      exec_->set_batch(batch);
+      exec_->run("encode");
+      consume(batch, range.first);
+    }
+  }
+
+  models::BuiltModel model_;
+  std::optional<text::Tokenizer> tokenizer_;
+  std::unique_ptr<plan::Executor> exec_;
+  ModelInfo info_;
+  std::size_t max_len_ = 0;
+  std::size_t max_batch_tokens_ = 0;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir,
+                                     const EngineOptions& options) {
+  check(std::filesystem::is_directory(model_dir), "model folder ", model_dir.string(),
+        " does not exist or is not a folder");
+  return std::make_unique<LocalEngine>(model_dir, options);
+}
+
+}  // namespace il

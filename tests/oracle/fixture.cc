@@ -1,0 +1,53 @@
+#include "fixture.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace il::test {
+namespace {
+
+FixtureCase read_case(const nlohmann::json& j) {
+  FixtureCase c;
+  if (j.contains("text")) c.text = j.at("text").get<std::string>();
+  if (j.contains("pair") && !j.at("pair").is_null()) c.pair = j.at("pair").get<std::string>();
+  c.input.ids = j.at("input_ids").get<std::vector<int32_t>>();
+  if (j.contains("token_type_ids")) c.input.type_ids = j.at("token_type_ids").get<std::vector<int32_t>>();
+  if (j.contains("offsets"))
+    for (const auto& o : j.at("offsets")) c.offsets.emplace_back(o.at(0).get<uint32_t>(), o.at(1).get<uint32_t>());
+  if (j.contains("pooled")) c.pooled = j.at("pooled").get<std::vector<float>>();
+  if (j.contains("scores")) c.scores = j.at("scores").get<std::vector<float>>();
+  if (j.contains("hidden") && !j.at("hidden").is_null()) {
+    const auto rows = j.at("hidden").get<std::vector<std::vector<float>>>();
+    Matrix m(rows.size(), rows.empty() ? 0 : rows[0].size());
+    for (std::size_t r = 0; r < rows.size(); ++r) std::copy(rows[r].begin(), rows[r].end(), m.row(r));
+    c.hidden = std::move(m);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::filesystem::path fixtures_root() {
+  const char* env = std::getenv("IL_FIXTURES");
+  check(env != nullptr, "IL_FIXTURES is not set (ctest sets it)");
+  return env;
+}
+
+Fixture load_fixture(const std::string& name) {
+  Fixture f;
+  f.dir = fixtures_root() / name;
+  std::ifstream in(f.dir / "expected.json");
+  check(in.good(), "fixture ", f.dir.string(), "/expected.json is missing");
+  const auto j = nlohmann::json::parse(in);
+  f.kind = j.at("kind").get<std::string>();
+  for (const auto& c : j.at("cases")) f.cases.push_back(read_case(c));
+  if (j.contains("id_cases"))
+    for (const auto& c : j.at("id_cases")) f.id_cases.push_back(read_case(c));
+  return f;
+}
+
+}  // namespace il::test

@@ -1,0 +1,34 @@
+// Reads tests/fixtures/<name>/expected.json, written by tools/oracle/make_fixtures.py from
+// transformers / sentence-transformers on the GPU machine.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferencelayer/types.h"
+
+namespace il::test {
+
+struct FixtureCase {
+  std::string text;
+  std::optional<std::string> pair;
+  TokenInput input;
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  std::vector<float> pooled;  // embedding models
+  std::vector<float> scores;  // cross-encoders
+  std::optional<Matrix> hidden;
+};
+
+struct Fixture {
+  std::filesystem::path dir;
+  std::string kind;  // "embedding" or "cross_encoder"
+  std::vector<FixtureCase> cases;     // from text
+  std::vector<FixtureCase> id_cases;  // from raw token ids
+};
+
+std::filesystem::path fixtures_root();
+Fixture load_fixture(const std::string& name);
+
+}  // namespace il::test

@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/pool.h"
+#include "reference.h"
+
+namespace il::test {
+namespace {
+
+TEST(Pool, MeanClsLastOverRaggedSequences) {
+  ThreadPool pool(3);
+  for (std::size_t cols : kOddSizes) {
+    std::vector<int32_t> starts = {0, 1, 8, 105, 362};
+    const std::size_t total = 362, ld = cols + 2;
+    auto x = random_vector(total * ld, 5);
+    for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
+      std::vector<float> out(4 * cols);
+      ops::pool_cpu({x.data(), ld, out.data(), cols, starts.data(), 4, cols, mode}, pool);
+      for (std::size_t s = 0; s < 4; ++s) {
+        const auto b = static_cast<std::size_t>(starts[s]), e = static_cast<std::size_t>(starts[s + 1]);
+        for (std::size_t j = 0; j < cols; ++j) {
+          double ref = 0;
+          switch (mode) {
+            case PoolingMode::kMean:
+              for (std::size_t r = b; r < e; ++r) ref += x[r * ld + j];
+              ref /= static_cast<double>(e - b);
+              break;
+            case PoolingMode::kCls: ref = x[b * ld + j]; break;
+            case PoolingMode::kLastToken: ref = x[(e - 1) * ld + j]; break;
+          }
+          ASSERT_NEAR(out[s * cols + j], ref, 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST(L2Rows, UnitNormAndZeroRowsStayZero) {
+  ThreadPool pool(2);
+  for (std::size_t rows : kOddSizes) {
+    const std::size_t cols = 97;
+    auto x = random_vector(rows * cols, 9, 4.0f);
+    for (std::size_t j = 0; j < cols; ++j) x[j] = 0.0f;  // row 0 all zero
+    auto orig = x;
+    ops::l2_rows_cpu({x.data(), cols, rows, cols}, pool);
+    for (std::size_t r = 0; r < rows; ++r) {
+      double n = 0, n0 = 0;
+      for (std::size_t j = 0; j < cols; ++j) {
+        n += static_cast<double>(x[r * cols + j]) * x[r * cols + j];
+        n0 += static_cast<double>(orig[r * cols + j]) * orig[r * cols + j];
+      }
+      if (r == 0) EXPECT_EQ(n, 0.0);
+      else {
+        EXPECT_NEAR(n, 1.0, 1e-5);
+        for (std::size_t j = 0; j < cols; ++j)
+          ASSERT_NEAR(x[r * cols + j], orig[r * cols + j] / std::sqrt(n0), 1e-6);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace il::test
