@@ -101,7 +101,7 @@ TEST_P(OracleTest, BatchInvariance) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OracleTest,
-                         ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce", "xlmr-ce",
+                         ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce", "xlmr-ce", "xlmr-ce2",
                                            "jina-ce"),
                          [](const auto& info) {
                            std::string n = info.param;
