@@ -1,6 +1,11 @@
 # Compile settings every project target gets: warnings are errors, sanitizers when asked.
 function(il_defaults target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers)
+  # GCC 12 reports -Wrestrict false positives inside libstdc++ string concatenation at -O3
+  # (GCC bug 105329); the warning stays on for other compilers.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 endfunction()
 

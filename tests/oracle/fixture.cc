@@ -32,9 +32,11 @@ FixtureCase read_case(const nlohmann::json& j) {
 }  // namespace
 
 std::filesystem::path fixtures_root() {
-  const char* env = std::getenv("IL_FIXTURES");
-  check(env != nullptr, "IL_FIXTURES is not set (ctest sets it)");
-  return env;
+  // IL_FIXTURES points elsewhere when set; ctest sets IL_SOURCE_DIR.
+  if (const char* env = std::getenv("IL_FIXTURES")) return env;
+  const char* src = std::getenv("IL_SOURCE_DIR");
+  check(src != nullptr, "neither IL_FIXTURES nor IL_SOURCE_DIR is set (ctest sets IL_SOURCE_DIR)");
+  return std::filesystem::path(src) / "tests" / "fixtures";
 }
 
 Fixture load_fixture(const std::string& name) {

@@ -43,7 +43,9 @@ TEST_P(OracleTest, TokenizerMatchesTransformers) {
     const FixtureCase& c = fixture_.cases[i];
     const TokenInput got = c.pair ? engine_->tokenize_pair(c.text, *c.pair) : engine_->tokenize(c.text);
     EXPECT_EQ(got.ids, c.input.ids) << "case " << i << ": " << c.text;
-    if (!c.input.type_ids.empty()) EXPECT_EQ(got.type_ids, c.input.type_ids) << "case " << i;
+    if (!c.input.type_ids.empty()) {
+      EXPECT_EQ(got.type_ids, c.input.type_ids) << "case " << i;
+    }
   }
 }
 
