@@ -2,7 +2,11 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <type_traits>
 
 #include "core/error.h"
@@ -24,6 +28,31 @@ CpuExecutor::CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::si
   buffers_.reserve(plan.buffers().size());
   // Sequence buffers get one row per token too: a batch can hold as many sequences as tokens.
   for (const auto& b : plan.buffers()) buffers_.emplace_back(max_tokens * b.cols);
+  const char* prof = std::getenv("IL_PROFILE");
+  profiling_ = prof != nullptr && std::string(prof) != "0";
+}
+
+CpuExecutor::~CpuExecutor() {
+  if (profiling_ && !profile_.empty()) std::fputs(profile_report().c_str(), stderr);
+}
+
+std::string CpuExecutor::profile_report() const {
+  std::map<std::string, double> by_op;
+  double total = 0.0;
+  for (const auto& [name, t] : profile_) {
+    by_op[t.op] += t.ms;
+    total += t.ms;
+  }
+  std::ostringstream os;
+  os << "profile (cpu, " << pool_.size() << " threads): " << total << " ms in all steps\n";
+  for (const auto& [op, ms] : by_op)
+    os << "  " << op << ": " << ms << " ms (" << (total > 0 ? 100.0 * ms / total : 0.0) << "%)\n";
+  std::vector<std::pair<double, std::string>> steps;
+  for (const auto& [name, t] : profile_) steps.emplace_back(t.ms, name);
+  std::sort(steps.rbegin(), steps.rend());
+  for (std::size_t i = 0; i < std::min<std::size_t>(8, steps.size()); ++i)
+    os << "    " << steps[i].second << ": " << steps[i].first << " ms\n";
+  return os.str();
 }
 
 void CpuExecutor::set_batch(const plan::Batch& batch) {

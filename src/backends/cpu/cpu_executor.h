@@ -15,6 +15,8 @@ class CpuExecutor final : public plan::Executor {
  public:
   // The plan must outlive the executor. threads == 0: one per hardware thread.
   CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::size_t threads);
+  // With IL_PROFILE=1 in the environment, prints the per-step profile to stderr at the end.
+  ~CpuExecutor() override;
 
   std::size_t max_tokens() const override { return max_tokens_; }
   void set_batch(const plan::Batch& batch) override;
@@ -30,6 +32,8 @@ class CpuExecutor final : public plan::Executor {
     std::size_t calls = 0;
   };
   const std::map<std::string, StepTime>& profile() const { return profile_; }
+  // The profile as a table: time per op kind, then the slowest steps.
+  std::string profile_report() const;
 
  private:
   void execute(const plan::Step& step);
