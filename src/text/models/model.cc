@@ -1,0 +1,21 @@
+#include "text/models/model.h"
+
+#include "text/models/wordpiece.h"
+
+namespace il::text {
+
+std::unique_ptr<Model> make_model(const JsonRef& j) {
+  j.expect_object();
+  // Files written by old library versions may leave the type out; WordPiece is then the model
+  // with max_input_chars_per_word and no merges.
+  if (!j.find("type")) {
+    if (j.find("max_input_chars_per_word") && !j.find("merges")) {
+      return std::make_unique<WordPiece>(j);
+    }
+    j["type"];  // reports the missing field
+  }
+  j.type({"WordPiece"});
+  return std::make_unique<WordPiece>(j);
+}
+
+}  // namespace il::text
