@@ -1,0 +1,51 @@
+#include "cli/cli_common.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace il::cli {
+
+UsageError input_error(std::string_view where, std::string_view what) {
+  std::string msg(where);
+  msg += ": ";
+  msg += what;
+  return UsageError(msg);
+}
+
+void add_engine_options(CLI::App& cmd, EngineArgs& args) {
+  cmd.add_option("-m,--model", args.model, "Hugging Face model folder (config.json, *.safetensors, tokenizer.json)")
+      ->required();
+  cmd.add_option("--max-batch-tokens", args.max_batch_tokens,
+                 "Token budget of one forward pass; also how many tokens are read ahead from the input")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--threads", args.threads, "Compute threads (0 = one per hardware thread)")
+      ->capture_default_str();
+}
+
+std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice) {
+  const std::filesystem::path dir(args.model);
+  if (!std::filesystem::is_directory(dir))
+    throw UsageError("model folder " + args.model + " does not exist or is not a folder");
+  if (!std::filesystem::exists(dir / "config.json"))
+    throw UsageError("model folder " + args.model + " has no config.json");
+  EngineOptions options;
+  options.max_batch_tokens = args.max_batch_tokens;
+  options.threads = args.threads;
+  auto engine = Engine::load(dir, options);
+  if (notice && engine->info().random_weights)
+    std::fprintf(stderr, "note: %s holds random weights (a demo/test model): its vectors carry no meaning\n",
+                 args.model.c_str());
+  return engine;
+}
+
+const std::map<std::string, PoolingMode>& pooling_names() {
+  static const std::map<std::string, PoolingMode> names = {
+      {"mean", PoolingMode::kMean}, {"cls", PoolingMode::kCls}, {"last", PoolingMode::kLastToken}};
+  return names;
+}
+
+}  // namespace il::cli

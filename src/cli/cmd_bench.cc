@@ -1,0 +1,220 @@
+// `inferencelayer bench`: times the forward pass (set_batch + encode + pooling or CE head + read
+// back) on random token ids, for a grid of batch × length points. Weights come from a folder
+// (--model) or are random from a config alone (--config), so a large model's speed can be
+// measured without downloading it. Timed numbers belong in docs/perf.md, never in tests.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_executor.h"
+#include "cli/cli_common.h"
+#include "io/hf_config.h"
+#include "models/embedding_head.h"
+#include "models/registry.h"
+
+namespace il::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::string config;
+  std::string name;
+  std::string grid;
+  std::vector<std::string> mixed;
+  std::size_t threads = 0;
+  int warmup = 2;
+  int iters = 10;
+  bool json = false;
+  unsigned seed = 1234;
+};
+
+struct Point {
+  std::size_t batch = 0;
+  std::size_t min_len = 0, max_len = 0;  // equal except for --mixed
+  bool mixed = false;
+};
+
+std::size_t parse_size(const std::string& s, const std::string& what) {
+  std::size_t used = 0;
+  unsigned long v = 0;
+  try {
+    v = std::stoul(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || v == 0) throw UsageError("bad " + what + ": '" + s + "'");
+  return v;
+}
+
+std::vector<Point> parse_grid(const std::string& grid) {
+  std::vector<Point> points;
+  std::size_t pos = 0;
+  while (pos <= grid.size()) {
+    const std::size_t comma = std::min(grid.find(',', pos), grid.size());
+    const std::string item = grid.substr(pos, comma - pos);
+    const std::size_t x = item.find('x');
+    if (x == std::string::npos) throw UsageError("bad --grid point '" + item + "': expected BxL, e.g. 32x128");
+    const std::size_t len = parse_size(item.substr(x + 1), "--grid length");
+    points.push_back({parse_size(item.substr(0, x), "--grid batch"), len, len, false});
+    pos = comma + 1;
+  }
+  return points;
+}
+
+Point parse_mixed(const std::string& spec) {
+  const std::size_t a = spec.find(':');
+  const std::size_t b = a == std::string::npos ? a : spec.find(':', a + 1);
+  if (b == std::string::npos) throw UsageError("bad --mixed '" + spec + "': expected B:min:max, e.g. 32:16:256");
+  Point p{parse_size(spec.substr(0, a), "--mixed batch"), parse_size(spec.substr(a + 1, b - a - 1), "--mixed min"),
+          parse_size(spec.substr(b + 1), "--mixed max"), true};
+  if (p.min_len > p.max_len) throw UsageError("bad --mixed '" + spec + "': min is larger than max");
+  return p;
+}
+
+models::BuiltModel build(const BenchArgs& a, std::string& name) {
+  if (!a.model.empty()) {
+    if (!std::filesystem::is_directory(a.model))
+      throw UsageError("model folder " + a.model + " does not exist or is not a folder");
+    name = std::filesystem::path(a.model).lexically_normal().filename().string();
+    if (name.empty()) name = std::filesystem::path(a.model).lexically_normal().parent_path().filename().string();
+    return models::build_model_from_folder(a.model);
+  }
+  std::filesystem::path p(a.config);
+  if (std::filesystem::is_directory(p)) p /= "config.json";
+  std::ifstream f(p);
+  if (!f) throw UsageError("cannot open config " + p.string());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(p.string() + ": invalid JSON: " + e.what());
+  }
+  // bench/configs/bge-small.json → "bge-small"; some-model/config.json → "some-model".
+  name = p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string();
+  if (name.empty()) name = "config";
+  return models::build_model_random(io::parse_encoder_config(j, p.string()));
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+plan::Batch random_batch(const Point& p, int vocab, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> id(0, vocab - 1);
+  std::uniform_int_distribution<std::size_t> len(p.min_len, p.max_len);
+  plan::Batch b;
+  b.seq_starts.push_back(0);
+  for (std::size_t s = 0; s < p.batch; ++s) {
+    const std::size_t n = len(rng);
+    for (std::size_t t = 0; t < n; ++t) b.tokens.push_back(id(rng));
+    b.seq_starts.push_back(static_cast<int32_t>(b.tokens.size()));
+  }
+  return b;
+}
+
+void run_bench(const BenchArgs& a) {
+  if (a.model.empty() == a.config.empty()) throw UsageError("give exactly one of --model DIR or --config FILE");
+  std::vector<Point> points;
+  if (!a.grid.empty() || a.mixed.empty()) points = parse_grid(a.grid.empty() ? "1x16,1x64,32x128" : a.grid);
+  for (const std::string& m : a.mixed) points.push_back(parse_mixed(m));
+
+  std::string name;
+  const models::BuiltModel model = build(a, name);
+  if (!a.name.empty()) name = a.name;
+  const int max_len = model.config.max_tokens_per_sequence();
+  std::size_t max_tokens = 1;
+  for (const Point& p : points) {
+    if (p.max_len > static_cast<std::size_t>(max_len))
+      throw UsageError("length " + std::to_string(p.max_len) + " is longer than the model's " +
+                       std::to_string(max_len) + " positions");
+    max_tokens = std::max(max_tokens, p.batch * p.max_len);
+  }
+  cpu::CpuExecutor exec(model.plan, max_tokens, a.threads);
+  const bool ce = model.config.is_cross_encoder;
+  const std::string head = ce ? "ce_head" : models::pooling_program(model.pooling);
+  const plan::View out_view = model.plan.output(ce ? "scores" : "embedding");
+  const std::size_t threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+
+  if (!a.json)
+    std::printf("model %s (%s, %d layers, hidden %d)  device cpu  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s\n",
+                name.c_str(), ce ? "cross-encoder" : "embedding", model.config.layers, model.config.hidden,
+                threads, a.iters, "batch", "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
+  std::mt19937 rng(a.seed);
+  std::vector<float> readback;
+  for (const Point& p : points) {
+    const plan::Batch batch = random_batch(p, model.config.vocab, rng);
+    readback.resize(batch.num_seqs() * out_view.cols);
+    std::vector<double> ms;
+    for (int i = 0; i < a.warmup + a.iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      exec.set_batch(batch);
+      exec.run("encode");
+      exec.run(head);
+      exec.read(out_view, readback.data());
+      const auto t1 = std::chrono::steady_clock::now();
+      if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    const double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
+    const double tps = static_cast<double>(batch.num_tokens()) / (p50 / 1000.0);
+    // Mixed points report the mean length; "tokens" is exact either way.
+    const std::size_t len = (batch.num_tokens() + p.batch / 2) / p.batch;
+    if (a.json) {
+      nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name},      {"device", "cpu"},
+                          {"threads", threads},       {"batch", p.batch},  {"len", len},
+                          {"p50_ms", p50},            {"p90_ms", p90},     {"tokens_per_s", tps},
+                          {"tokens", batch.num_tokens()}};
+      if (p.mixed) j["mixed"] = {p.min_len, p.max_len};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("%6zu %6s %8zu %10.3f %10.3f %12.0f\n", p.batch,
+                  p.mixed ? (std::to_string(p.min_len) + "-" + std::to_string(p.max_len)).c_str()
+                          : std::to_string(len).c_str(),
+                  batch.num_tokens(), p50, p90, tps);
+    }
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Time the forward pass on random token ids (CPU)");
+  cmd->footer(
+      "Each point runs --warmup untimed and --iters timed forwards (set_batch + encode + pooling or\n"
+      "cross-encoder head + read back); p50/p90 are over the timed ones and tokens/s = tokens / p50.\n"
+      "--json writes one line per point: {\"impl\":\"inferencelayer\",\"model\",\"device\",\"threads\",\n"
+      "\"batch\",\"len\",\"p50_ms\",\"p90_ms\",\"tokens_per_s\",\"tokens\"} (+ \"mixed\": [min, max] for --mixed\n"
+      "points, whose \"len\" is the mean length).\n"
+      "Examples:\n"
+      "  inferencelayer bench --config bench/configs/bge-small.json --grid 1x16,32x128 --json\n"
+      "  inferencelayer bench --model ./bge-small --mixed 32:16:256");
+  auto* m = cmd->add_option("-m,--model", a->model, "Model folder (its own weights)");
+  auto* c = cmd->add_option("--config", a->config, "config.json (or a folder holding one): random weights");
+  m->excludes(c);
+  cmd->add_option("--name", a->name, "Model name to report (default: the folder or config file name)");
+  cmd->add_option("--grid", a->grid, "Comma-separated BxL points (default 1x16,1x64,32x128 unless --mixed)");
+  cmd->add_option("--mixed", a->mixed, "B:min:max: B sequences of random lengths in [min, max] (repeatable)");
+  cmd->add_option("--threads", a->threads, "Compute threads (0 = one per hardware thread)")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Untimed runs per point")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iters", a->iters, "Timed runs per point")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", a->seed, "Seed of the random token ids and lengths")->capture_default_str();
+  cmd->add_flag("--json", a->json, "One JSON line per point");
+  return {cmd, [a] { run_bench(*a); }};
+}
+
+}  // namespace il::cli

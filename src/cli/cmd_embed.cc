@@ -1,0 +1,188 @@
+// `inferencelayer embed`: texts or token ids in, one JSONL line per input out
+// ({"embedding": [...]} or, with --output-kind hidden, {"hidden": [[...] per token]}).
+// The input is read in chunks (a token budget or 256 lines), so memory stays flat on any size.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/chunked.h"
+#include "cli/cli_common.h"
+#include "cli/jsonl_io.h"
+#include "cli/progress.h"
+#include "cli/text_inputs.h"
+#include "cli/token_inputs.h"
+#include "core/error.h"
+
+namespace il::cli {
+namespace {
+
+struct EmbedArgs {
+  EngineArgs engine;
+  std::vector<std::string> texts;
+  std::string input;
+  std::string output = "-";
+  InputFormat format = InputFormat::kAuto;
+  std::string output_kind = "pooled";
+  std::optional<bool> normalize;
+  PoolingMode pooling = PoolingMode::kMean;
+  bool pooling_given = false;
+  std::size_t dimensions = 0;
+  std::string prompt_name;
+  std::string prompt;
+  bool prompt_given = false;
+  bool no_truncate = false;
+  bool no_progress = false;
+};
+
+// The text put before every text input: --prompt, --prompt-name, or the folder's default
+// prompt (sentence-transformers applies default_prompt_name when none is asked for).
+std::string resolve_prompt(const EmbedArgs& a, const ModelInfo& info) {
+  if (a.prompt_given) return a.prompt;
+  std::string name = a.prompt_name.empty() ? info.default_prompt_name : a.prompt_name;
+  if (name.empty()) return "";
+  const auto it = info.prompts.find(name);
+  if (it != info.prompts.end()) return it->second;
+  std::string known;
+  for (const auto& [k, v] : info.prompts) known += (known.empty() ? "" : ", ") + k;
+  throw UsageError("prompt '" + name + "' is not defined by " + a.engine.model +
+                   (known.empty() ? std::string(" (it defines no prompts)") : " (it defines: " + known + ")"));
+}
+
+TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std::string& prefix,
+                           bool truncate) {
+  std::string text;
+  if (r.is_json) {
+    const bool has_text = has_key(r.json, "text");
+    const bool has_ids = has_key(r.json, "input_ids");
+    if (has_text && has_ids) throw input_error(r.where, "give either \"text\" or \"input_ids\", not both");
+    if (has_ids) return token_input_from_json(r.json, r.where);
+    if (!has_text) throw input_error(r.where, "expected a \"text\" or an \"input_ids\" field");
+    text = get_string(r.json, "text", r.where);
+  } else {
+    text = r.text;
+  }
+  if (text.empty()) throw input_error(r.where, "empty text");
+  try {
+    return engine.tokenize(prefix.empty() ? text : prefix + text, truncate);
+  } catch (const Error& e) {
+    throw input_error(r.where, e.what());  // too long with --no-truncate, invalid UTF-8
+  }
+}
+
+void write_chunk(Engine& engine, const EmbedArgs& a, const std::vector<TokenInput>& inputs,
+                 OutputSink& out) {
+  if (a.output_kind == "hidden") {
+    const std::vector<Matrix> states = engine.hidden_states(inputs);
+    for (const Matrix& m : states) {
+      std::string& b = out.buffer();
+      b += "{\"hidden\":[";
+      for (std::size_t t = 0; t < m.rows; ++t) {
+        if (t) b += ',';
+        append_floats(b, m.row(t), m.cols);
+      }
+      b += "]}";
+      out.end_line();
+    }
+  } else {
+    EmbedOptions o;
+    o.normalize = a.normalize;
+    if (a.pooling_given) o.pooling = a.pooling;
+    o.dimensions = a.dimensions;
+    const Matrix m = engine.embed(inputs, o);
+    for (std::size_t r = 0; r < m.rows; ++r) {
+      std::string& b = out.buffer();
+      b += "{\"embedding\":";
+      append_floats(b, m.row(r), m.cols);
+      b += '}';
+      out.end_line();
+    }
+  }
+  out.flush();
+}
+
+void run_embed(const EmbedArgs& a) {
+  if (!a.texts.empty() && !a.input.empty()) throw UsageError("give texts as arguments or --input, not both");
+  const bool pooled = a.output_kind == "pooled";
+  if (!pooled && (a.pooling_given || a.normalize.has_value() || a.dimensions > 0))
+    throw UsageError("--pooling, --normalize and --dimensions apply to --output-kind pooled only");
+
+  auto engine = load_engine(a.engine);
+  const ModelInfo& info = engine->info();
+  if (pooled && info.kind == ModelKind::kCrossEncoder)
+    throw UsageError(a.engine.model + " is a cross-encoder (a reranker): use 'inferencelayer rerank'");
+  if (a.dimensions > static_cast<std::size_t>(info.output_dim))
+    throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the embedding size " +
+                     std::to_string(info.output_dim));
+  const std::string prefix = resolve_prompt(a, info);
+  const InputChecker checker(a.engine.model, static_cast<std::size_t>(info.max_tokens));
+
+  RecordSource src = a.texts.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format)
+                                     : RecordSource::from_texts(a.texts);
+  OutputSink out(a.output);
+  Progress progress("embed", src.total_bytes(), !a.no_progress);
+
+  run_in_chunks(
+      src, a.engine.max_batch_tokens, progress,
+      [&](const InputRecord& r) {
+        TokenInput in = record_to_input(r, *engine, prefix, !a.no_truncate);
+        checker.check(in, r.where);
+        return in;
+      },
+      [&](const std::vector<TokenInput>& chunk) { write_chunk(*engine, a, chunk, out); });
+}
+
+}  // namespace
+
+Command add_embed_command(CLI::App& app) {
+  auto a = std::make_shared<EmbedArgs>();
+  CLI::App* cmd = app.add_subcommand("embed", "Embed texts: one JSONL line {\"embedding\": [...]} per input");
+  cmd->footer(
+      "Inputs: TEXT arguments, or --input FILE ('-' or nothing = stdin) with one input per line:\n"
+      "  a text (txt format), or a JSON object {\"text\": \"...\"} or {\"input_ids\": [...],\n"
+      "  \"token_type_ids\": [...]} (jsonl format; token ids are used as given, no prompt).\n"
+      "Output: one line per input, in input order. A bad line stops the run with an error naming\n"
+      "its line number and exit status 2.\n"
+      "Examples:\n"
+      "  inferencelayer embed -m ./bge-small \"hello world\" \"good morning\"\n"
+      "  inferencelayer embed -m ./bge-small -i docs.jsonl -o vectors.jsonl --dimensions 256");
+  add_engine_options(*cmd, a->engine);
+  cmd->add_option("text", a->texts, "Texts to embed (instead of --input)");
+  cmd->add_option("-i,--input", a->input, "Input file, '-' for stdin (the default when no TEXT is given)");
+  cmd->add_option("-o,--output", a->output, "Output JSONL file, '-' for stdout")->capture_default_str();
+  add_format_option(*cmd, a->format);
+  cmd->add_option("--output-kind", a->output_kind,
+                  "pooled: the sentence embedding; hidden: the final hidden state of every token "
+                  "({\"hidden\": [[...] per token]})")
+      ->transform(CLI::IsMember({"pooled", "hidden"}))
+      ->capture_default_str();
+  cmd->add_flag_callback("--normalize", [a] { a->normalize = true; }, "L2-normalise (default: as the folder says)");
+  cmd->add_flag_callback("--no-normalize", [a] { a->normalize = false; }, "Do not L2-normalise");
+  cmd->add_option_function<std::string>(
+         "--pooling",
+         [a](const std::string& p) {
+           a->pooling = pooling_names().at(p);
+           a->pooling_given = true;
+         },
+         "Pooling: mean, cls or last (default: the folder's pooling config)")
+      ->transform(CLI::IsMember(pooling_names(), CLI::ignore_case))
+      ->type_name("MODE");
+  cmd->add_option("--dimensions", a->dimensions,
+                  "Keep the first N dimensions (Matryoshka), re-normalised when normalising")
+      ->check(CLI::PositiveNumber);
+  auto* pn = cmd->add_option("--prompt-name", a->prompt_name,
+                             "Prefix texts with this named prompt of the folder (config_sentence_transformers.json); "
+                             "by default its default_prompt_name, if any, is used");
+  auto* pt = cmd->add_option_function<std::string>(
+      "--prompt", [a](const std::string& p) { a->prompt = p; a->prompt_given = true; },
+      "Prefix every text with this literal text ('' for none, overriding a default prompt)");
+  pn->excludes(pt);
+  cmd->add_flag("--no-truncate", a->no_truncate,
+                "Refuse texts longer than the model's maximum (error naming the line) instead of cutting them");
+  cmd->add_flag("--no-progress", a->no_progress, "Never draw the progress line on stderr");
+  return {cmd, [a] { run_embed(*a); }};
+}
+
+}  // namespace il::cli

@@ -1,0 +1,165 @@
+#include "cli/jsonl_io.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+
+#include "cli/cli_common.h"
+
+namespace il::cli {
+
+LineReader::LineReader(const std::string& path) : path_(path) {
+  if (path == "-") {
+    // The C++ streams are not mixed with C stdio on stdin, so they need not stay in sync.
+    std::ios::sync_with_stdio(false);
+    in_ = &std::cin;
+    return;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError("input " + path + " is a folder, not a file");
+  file_.open(path, std::ios::binary);
+  if (!file_) throw UsageError("cannot open input file " + path);
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec) total_bytes_ = size;
+  in_ = &file_;
+}
+
+bool LineReader::next(std::string& line) {
+  if (!std::getline(*in_, line)) {
+    if (in_->bad()) throw std::runtime_error("read error on " + (path_ == "-" ? std::string("stdin") : path_));
+    return false;
+  }
+  ++line_number_;
+  bytes_read_ += line.size() + 1;
+  // Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the text.
+  if (line_number_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return true;
+}
+
+OutputSink::OutputSink(const std::string& path) : path_(path) {
+  if (path == "-") {
+    file_ = stdout;
+    return;
+  }
+  file_ = std::fopen(path.c_str(), "wb");
+  if (file_ == nullptr) throw UsageError("cannot create output file " + path + ": " + std::strerror(errno));
+  owned_ = true;
+}
+
+OutputSink::~OutputSink() {
+  // Errors were reported by the last explicit flush(); a destructor must not throw.
+  if (!buf_.empty()) std::fwrite(buf_.data(), 1, buf_.size(), file_);
+  if (owned_) std::fclose(file_);
+  else std::fflush(file_);
+}
+
+void OutputSink::end_line() {
+  buf_ += '\n';
+  if (buf_.size() > (4u << 20)) flush();
+}
+
+void OutputSink::flush() {
+  if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size())
+    throw std::runtime_error("cannot write " + (path_ == "-" ? std::string("stdout") : path_) + ": " +
+                             std::strerror(errno));
+  buf_.clear();
+  if (std::fflush(file_) != 0)
+    throw std::runtime_error("cannot write " + (path_ == "-" ? std::string("stdout") : path_) + ": " +
+                             std::strerror(errno));
+}
+
+void append_float(std::string& out, float v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_floats(std::string& out, const float* values, std::size_t n) {
+  out += '[';
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    append_float(out, values[i]);
+  }
+  out += ']';
+}
+
+void append_ints(std::string& out, const std::vector<int32_t>& values) {
+  out += '[';
+  char buf[16];
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    const auto r = std::to_chars(buf, buf + sizeof buf, values[i]);
+    out.append(buf, r.ptr);
+  }
+  out += ']';
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  // nlohmann's dump() does the escaping (and refuses invalid UTF-8 the same way everywhere).
+  out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json parse_json_object(const std::string& line, std::string_view where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message says "line 1, column N" about the one-line text; keep only the column
+    // and the reason so the only line number in the error is the input file's.
+    std::string reason = e.what();
+    const auto colon = reason.find(": ", reason.find("column"));
+    if (colon != std::string::npos) reason = reason.substr(colon + 2);
+    throw input_error(where, "invalid JSON at byte " + std::to_string(e.byte) + ": " + reason);
+  }
+  if (!j.is_object()) throw input_error(where, "expected a JSON object, got " + std::string(j.type_name()));
+  return j;
+}
+
+bool has_key(const nlohmann::json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && !it->is_null();
+}
+
+std::string get_string(const nlohmann::json& obj, const char* key, std::string_view where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string())
+    throw input_error(where, std::string("\"") + key + "\" must be a string");
+  return it->get<std::string>();
+}
+
+bool get_bool(const nlohmann::json& obj, const char* key, std::string_view where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_boolean())
+    throw input_error(where, std::string("\"") + key + "\" must be true or false");
+  return it->get<bool>();
+}
+
+std::vector<int32_t> get_int_array(const nlohmann::json& obj, const char* key, std::string_view where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_array())
+    throw input_error(where, std::string("\"") + key + "\" must be an array of integers");
+  std::vector<int32_t> out;
+  out.reserve(it->size());
+  for (const auto& v : *it) {
+    if (!v.is_number_integer())
+      throw input_error(where, std::string("\"") + key + "\" must be an array of integers, found " + v.dump());
+    // Unsigned values above int64 range would wrap in get<int64_t>(), so compare them unsigned.
+    const bool big = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{std::numeric_limits<int32_t>::max()};
+    const int64_t x = big ? 0 : v.get<int64_t>();
+    if (big || x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
+      throw input_error(where, std::string("\"") + key + "\" holds " + v.dump() + ", outside the 32-bit range");
+    out.push_back(static_cast<int32_t>(x));
+  }
+  return out;
+}
+
+}  // namespace il::cli

@@ -1,0 +1,32 @@
+// Model inputs given as token ids ({"input_ids": [...], "token_type_ids": [...]}) and the
+// per-line checks that let a bad line be reported by its line number instead of failing the
+// whole batch later with an index nobody can map back to the file.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "inferencelayer/types.h"
+#include "io/hf_config.h"
+
+namespace il::cli {
+
+// input_ids (required) and token_type_ids (optional, same length).
+TokenInput token_input_from_json(const nlohmann::json& obj, std::string_view where);
+
+class InputChecker {
+ public:
+  // Reads the folder's config.json for the vocabulary and segment-table sizes.
+  InputChecker(const std::filesystem::path& model_dir, std::size_t max_tokens);
+  // Throws an input error naming `where`: empty, too long, ids outside the tables.
+  void check(const TokenInput& input, std::string_view where) const;
+
+ private:
+  io::EncoderConfig config_;
+  std::size_t max_tokens_;
+};
+
+}  // namespace il::cli

@@ -1,0 +1,126 @@
+#include "cli_test_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace il::cli_test {
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::vector<std::string> RunResult::lines() const {
+  std::vector<std::string> v;
+  std::size_t pos = 0;
+  while (pos < out.size()) {
+    const std::size_t nl = out.find('\n', pos);
+    if (nl == std::string::npos) {
+      v.push_back(out.substr(pos));
+      break;
+    }
+    v.push_back(out.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return v;
+}
+
+std::string quote(const std::string& arg) {
+  std::string q = "'";
+  for (char c : arg) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+std::string cli_args(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) s += ' ' + quote(a);
+  return s;
+}
+
+RunResult run_cli(const std::string& args, const std::string& stdin_file, const std::string& pipe_from) {
+  ScratchDir tmp;
+  const std::string out = tmp.file("stdout"), err = tmp.file("stderr");
+  std::string cmd = pipe_from + " " + quote(IL_CLI_PATH) + args;
+  if (!stdin_file.empty()) cmd += " < " + quote(stdin_file);
+  else if (pipe_from.empty()) cmd += " < /dev/null";
+  cmd += " > " + quote(out) + " 2> " + quote(err);
+  const int raw = std::system(cmd.c_str());
+  RunResult r;
+  r.status = (raw != -1 && WIFEXITED(raw)) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+ScratchDir::ScratchDir() {
+  std::random_device rd;
+  path_ = std::filesystem::temp_directory_path() /
+          ("il_cli_test_" + std::to_string(getpid()) + "_" + std::to_string(rd()));
+  std::filesystem::create_directories(path_);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string ScratchDir::write(const std::string& name, const std::vector<std::string>& lines) const {
+  const std::string p = file(name);
+  std::ofstream f(p, std::ios::binary);
+  for (const auto& l : lines) f << l << '\n';
+  return p;
+}
+
+std::filesystem::path fixture_dir(const std::string& name) {
+  const char* env = std::getenv("IL_FIXTURES");
+  const std::filesystem::path dir = std::filesystem::path(env && *env ? env : IL_DEFAULT_FIXTURES) / name;
+  EXPECT_TRUE(std::filesystem::is_directory(dir)) << "fixture folder " << dir << " is missing";
+  return dir;
+}
+
+std::string fixture_path(const std::string& name) { return fixture_dir(name).string(); }
+
+nlohmann::json load_expected(const std::string& name) {
+  const auto p = fixture_dir(name) / "expected.json";
+  std::ifstream in(p);
+  if (!in) {
+    ADD_FAILURE() << p << " is missing";
+    return nlohmann::json::object();
+  }
+  return nlohmann::json::parse(in);
+}
+
+nlohmann::json parse_line(const std::string& line) {
+  try {
+    return nlohmann::json::parse(line);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "output line is not JSON (" << e.what() << "): " << line.substr(0, 200);
+    return nullptr;
+  }
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+}  // namespace il::cli_test
