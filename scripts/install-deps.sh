@@ -7,12 +7,16 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev
-  libcpp-httplib-dev libgtest-dev nodejs npm
+  libcpp-httplib-dev libgtest-dev
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm run the tokenizer oracle. A machine may already have them from another source
+# (whose nodejs bundles npm and conflicts with Debian's npm package): only install when absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
