@@ -1,7 +1,5 @@
 #include "backends/cpu/cpu_executor.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -23,8 +21,6 @@ using plan::View;
 CpuExecutor::CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::size_t threads)
     : plan_(plan), max_tokens_(max_tokens), pool_(threads) {
   check(max_tokens > 0, "cpu executor: max_tokens must be positive");
-  // BLAS runs between our own parallel sections, never inside them: give it the same threads.
-  openblas_set_num_threads(static_cast<int>(pool_.size()));
   buffers_.reserve(plan.buffers().size());
   // Sequence buffers get one row per token too: a batch can hold as many sequences as tokens.
   for (const auto& b : plan.buffers()) buffers_.emplace_back(max_tokens * b.cols);
