@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "ops/attention.h"
+#include "ops/vec_math.h"
 
 namespace il::ops {
 namespace {
@@ -24,26 +25,6 @@ void key_range(const AttentionArgs& a, std::size_t i, std::size_t len, std::size
     lo = i > half ? i - half : 0;
     hi = std::min(hi, i + half + 1);
   }
-}
-
-// exp for x ≤ 0 (softmax arguments after the max is subtracted), written so the compiler can
-// vectorise it: 2^n · e^r with |r| ≤ ln2/2 and a degree-6 Taylor polynomial, relative error
-// below 2e-7 — the scalar libm call it replaces was most of the attention time.
-inline float exp_nonpositive(float x) {
-  x = std::max(x, -87.0f);  // below this e^x is 0 in f32; keeps 2^n a normal number
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  const float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
 }
 
 struct Task {
@@ -108,7 +89,7 @@ struct Scratch {
     for (std::size_t j = lo; j < hi; ++j) mx = std::max(mx, s[j]);
     float sum = 0.0f;
     for (std::size_t j = lo; j < hi; ++j) {
-      s[j] = exp_nonpositive(s[j] - mx);
+      s[j] = fast_exp(s[j] - mx);
       sum += s[j];
     }
     const float inv = 1.0f / sum;

@@ -29,11 +29,7 @@ void gemm_tile(const GemmArgs& a, std::size_t r0, std::size_t r1, std::size_t c0
   } else {
     blas::sgemm_nt(m, n, a.k, a.x + r0 * a.ldx, a.ldx, a.w + c0 * a.k, a.k, beta, y, a.ldy);
   }
-  if (a.act == Activation::kNone) return;
-  for (std::size_t i = 0; i < m; ++i) {
-    float* row = y + i * a.ldy;
-    for (std::size_t j = 0; j < n; ++j) row[j] = apply_activation(a.act, row[j]);
-  }
+  apply_activation_rows(a.act, y, m, n, a.ldy);
 }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
