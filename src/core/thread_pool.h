@@ -1,8 +1,12 @@
 // A fixed pool of worker threads running parallel_for over an index range. The calling thread
 // takes part in the work, so a pool of N threads runs N-1 workers. One parallel_for runs at a
-// time per pool (the plan executes its steps in order); nested calls run inline.
+// time (callers from several threads queue); a nested call from inside a job runs inline.
+//
+// Small batches make hundreds of short parallel sections per forward, so waking sleeping
+// workers would dominate: workers and the caller spin briefly on atomics before they block.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -22,8 +26,8 @@ class ThreadPool {
 
   std::size_t size() const { return workers_.size() + 1; }
 
-  // Calls fn(begin, end) on disjoint chunks covering [0, n). Chunks are at least `grain` long,
-  // handed out dynamically so uneven work (ragged sequences) balances.
+  // Calls fn(begin, end) on disjoint chunks covering [0, n), each at least `grain` long
+  // (except the last), handed out dynamically so uneven work (ragged sequences) balances.
   void parallel_for(std::size_t n, std::size_t grain,
                     const std::function<void(std::size_t, std::size_t)>& fn);
 
@@ -32,17 +36,17 @@ class ThreadPool {
   void run_chunks();
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
+  std::mutex submit_;  // one job at a time
+  std::mutex mutex_;   // guards sleeping and waking
   std::condition_variable wake_;
   std::condition_variable done_;
   const std::function<void(std::size_t, std::size_t)>* job_ = nullptr;
   std::size_t job_n_ = 0;
-  std::size_t job_grain_ = 1;
-  std::size_t next_ = 0;        // next unclaimed index (guarded by mutex_)
-  std::size_t active_ = 0;      // workers still inside the current job
-  std::size_t generation_ = 0;  // bumps once per job so workers see a new one
-  bool stop_ = false;
-  bool busy_ = false;
+  std::size_t chunk_ = 1;
+  std::atomic<std::size_t> next_{0};
+  std::atomic<std::size_t> active_{0};
+  std::atomic<std::size_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace il
