@@ -12,7 +12,8 @@
 namespace il::ops {
 namespace {
 
-constexpr std::size_t kRowBlock = 16;  // query rows sharing every packed K/V read
+constexpr std::size_t kRowBlock = 128;  // query rows sharing one packed Kᵀ
+constexpr std::size_t kMaxHeadDim = 256;
 constexpr std::size_t kKeyTile = 32;   // keys whose scores stay in registers
 
 // Key range [lo, hi) (sequence-local) admissible for query row i of a sequence of length len.
@@ -73,7 +74,7 @@ struct Scratch {
       float acc[kKeyTile] = {};
       for (std::size_t d = 0; d < hd; ++d) {
         const float qd = q[d];
-        const float* row = kt + d * nk_pad + j0;
+        const float* __restrict row = kt + d * nk_pad + j0;
         for (std::size_t jj = 0; jj < kKeyTile; ++jj) acc[jj] += qd * row[jj];
       }
       for (std::size_t jj = 0; jj < kKeyTile; ++jj) s[j0 + jj] = acc[jj] * a.scale;
@@ -87,17 +88,21 @@ struct Scratch {
     if (hi <= lo) continue;  // no admissible key: the row stays zero
     float mx = -std::numeric_limits<float>::infinity();
     for (std::size_t j = lo; j < hi; ++j) mx = std::max(mx, s[j]);
+    // Exponentials in their own loop so it vectorises; a float sum in the same loop would not
+    // (without -ffast-math the additions keep their order).
+    for (std::size_t j = lo; j < hi; ++j) s[j] = fast_exp(s[j] - mx);
     float sum = 0.0f;
-    for (std::size_t j = lo; j < hi; ++j) {
-      s[j] = fast_exp(s[j] - mx);
-      sum += s[j];
-    }
+    for (std::size_t j = lo; j < hi; ++j) sum += s[j];
     const float inv = 1.0f / sum;
+    // Accumulate in a local row: the compiler then knows it aliases neither v nor out.
+    float acc[kMaxHeadDim];
+    std::fill_n(acc, hd, 0.0f);
     for (std::size_t j = lo; j < hi; ++j) {
       const float p = s[j] * inv;
-      const float* v = a.v + (start + klo + j) * a.ldv + kvh * hd;
-      for (std::size_t d = 0; d < hd; ++d) o[d] += p * v[d];
+      const float* __restrict v = a.v + (start + klo + j) * a.ldv + kvh * hd;
+      for (std::size_t d = 0; d < hd; ++d) acc[d] += p * v[d];
     }
+    std::copy_n(acc, hd, o);
   }
 }
 
@@ -107,7 +112,8 @@ void check_attention(const AttentionArgs& a) {
   check(a.q && a.k && a.v && a.out && a.seq_starts, "attention: null operand");
   check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0,
         "attention: heads (", a.heads, ") must be a multiple of kv_heads (", a.kv_heads, ")");
-  check(a.head_dim > 0, "attention: zero head_dim");
+  check(a.head_dim > 0 && a.head_dim <= kMaxHeadDim, "attention: head_dim ", a.head_dim,
+        " outside 1..", kMaxHeadDim);
   check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim &&
             a.ldk >= a.kv_heads * a.head_dim && a.ldv >= a.kv_heads * a.head_dim,
         "attention: row stride smaller than heads × head_dim");
