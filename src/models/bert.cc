@@ -40,6 +40,31 @@ plan::WeightId add(plan::Plan& plan, const WeightSource& src, const std::string&
   return plan.add_weight(name, std::move(shape), std::move(data));
 }
 
+// y = act(x · Wᵀ + b) for checkpoint linear `name` (`name.weight` [out, in], `name.bias` [out]).
+plan::GemmStep linear(plan::Plan& plan, const WeightSource& src, const std::string& name,
+                      int64_t out, int64_t in, View x, View y, Activation act = Activation::kNone) {
+  plan::GemmStep g;
+  g.x = x;
+  g.w = add(plan, src, name + ".weight", {out, in});
+  g.bias = add(plan, src, name + ".bias", {out});
+  g.act = act;
+  g.y = y;
+  return g;
+}
+
+// out = LayerNorm(x [+ residual]) with checkpoint norm `name` (biased, width H).
+plan::LayerNormStep layer_norm(plan::Plan& plan, const WeightSource& src, const std::string& name,
+                               int64_t H, float eps, View x, View residual, View out) {
+  plan::LayerNormStep ln;
+  ln.x = x;
+  ln.residual = residual;
+  ln.w = add(plan, src, name + ".weight", {H});
+  ln.b = add(plan, src, name + ".bias", {H});
+  ln.eps = eps;
+  ln.out = out;
+  return ln;
+}
+
 }  // namespace
 
 BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg) {
@@ -77,13 +102,8 @@ BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
   plan.add_step("encode", "embeddings", emb);
 
   const std::string emb_ln = names.layout == BertLayout::kJina ? p + "emb_ln" : p + "embeddings.LayerNorm";
-  plan::LayerNormStep ln0;
-  ln0.x = plan.whole(tmp);
-  ln0.w = add(plan, src, emb_ln + ".weight", {H});
-  ln0.b = add(plan, src, emb_ln + ".bias", {H});
-  ln0.eps = cfg.layer_norm_eps;
-  ln0.out = plan.whole(cur);
-  plan.add_step("encode", "embeddings.norm", ln0);
+  plan.add_step("encode", "embeddings.norm",
+                layer_norm(plan, src, emb_ln, H, cfg.layer_norm_eps, plan.whole(tmp), {}, plan.whole(cur)));
 
   const View qkv = plan.slice(mid, 0, 3 * h);
   const View up = plan.slice(mid, 0, static_cast<std::size_t>(I));
@@ -93,12 +113,11 @@ BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
 
     // Q, K and V as one GEMM over a weight fused at load time (rows q, then k, then v).
     plan::GemmStep proj;
-    proj.x = plan.whole(cur);
-    proj.y = qkv;
     if (names.layout == BertLayout::kJina) {
-      proj.w = add(plan, src, n.qkv_fused + ".weight", {3 * H, H});
-      proj.bias = add(plan, src, n.qkv_fused + ".bias", {3 * H});
+      proj = linear(plan, src, n.qkv_fused, 3 * H, H, plan.whole(cur), qkv);
     } else {
+      proj.x = plan.whole(cur);
+      proj.y = qkv;
       std::vector<float> w, b;
       for (const std::string* part : {&n.q, &n.k, &n.v}) {
         auto pw = src.load(*part + ".weight", {H, H});
@@ -121,45 +140,15 @@ BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
     attn.out = plan.whole(ctx);
     plan.add_step("encode", L + "attention", attn);
 
-    plan::GemmStep o;
-    o.x = plan.whole(ctx);
-    o.w = add(plan, src, n.out + ".weight", {H, H});
-    o.bias = add(plan, src, n.out + ".bias", {H});
-    o.y = plan.whole(tmp);
-    plan.add_step("encode", L + "attn_out", o);
-
-    plan::LayerNormStep ln1;  // post-norm: LN(attn_out + residual), written over the residual
-    ln1.x = plan.whole(tmp);
-    ln1.residual = plan.whole(cur);
-    ln1.w = add(plan, src, n.ln1 + ".weight", {H});
-    ln1.b = add(plan, src, n.ln1 + ".bias", {H});
-    ln1.eps = cfg.layer_norm_eps;
-    ln1.out = plan.whole(cur);
-    plan.add_step("encode", L + "attn_norm", ln1);
-
-    plan::GemmStep u;
-    u.x = plan.whole(cur);
-    u.w = add(plan, src, n.up + ".weight", {I, H});
-    u.bias = add(plan, src, n.up + ".bias", {I});
-    u.act = cfg.act;
-    u.y = up;
-    plan.add_step("encode", L + "mlp_up", u);
-
-    plan::GemmStep d;
-    d.x = up;
-    d.w = add(plan, src, n.down + ".weight", {H, I});
-    d.bias = add(plan, src, n.down + ".bias", {H});
-    d.y = plan.whole(tmp);
-    plan.add_step("encode", L + "mlp_down", d);
-
-    plan::LayerNormStep ln2;
-    ln2.x = plan.whole(tmp);
-    ln2.residual = plan.whole(cur);
-    ln2.w = add(plan, src, n.ln2 + ".weight", {H});
-    ln2.b = add(plan, src, n.ln2 + ".bias", {H});
-    ln2.eps = cfg.layer_norm_eps;
-    ln2.out = plan.whole(cur);
-    plan.add_step("encode", L + "mlp_norm", ln2);
+    const float eps = cfg.layer_norm_eps;
+    plan.add_step("encode", L + "attn_out", linear(plan, src, n.out, H, H, plan.whole(ctx), plan.whole(tmp)));
+    // Post-norm: LN(sublayer output + residual), written over the residual stream.
+    plan.add_step("encode", L + "attn_norm",
+                  layer_norm(plan, src, n.ln1, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur)));
+    plan.add_step("encode", L + "mlp_up", linear(plan, src, n.up, I, H, plan.whole(cur), up, cfg.act));
+    plan.add_step("encode", L + "mlp_down", linear(plan, src, n.down, H, I, up, plan.whole(tmp)));
+    plan.add_step("encode", L + "mlp_norm",
+                  layer_norm(plan, src, n.ln2, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur)));
   }
   plan.set_output("hidden", plan.whole(cur));
   return cur;
@@ -186,20 +175,9 @@ void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
   pool.out = plan.whole(cls);
   plan.add_step("ce_head", "ce.cls", pool);
 
-  plan::GemmStep g1;
-  g1.x = plan.whole(cls);
-  g1.w = add(plan, src, dense + ".weight", {H, H});
-  g1.bias = add(plan, src, dense + ".bias", {H});
-  g1.act = Activation::kTanh;
-  g1.y = plan.whole(mid);
-  plan.add_step("ce_head", "ce.dense", g1);
-
-  plan::GemmStep g2;
-  g2.x = plan.whole(mid);
-  g2.w = add(plan, src, out + ".weight", {NL, H});
-  g2.bias = add(plan, src, out + ".bias", {NL});
-  g2.y = plan.whole(scores);
-  plan.add_step("ce_head", "ce.classifier", g2);
+  plan.add_step("ce_head", "ce.dense",
+                linear(plan, src, dense, H, H, plan.whole(cls), plan.whole(mid), Activation::kTanh));
+  plan.add_step("ce_head", "ce.classifier", linear(plan, src, out, NL, H, plan.whole(mid), plan.whole(scores)));
   plan.set_output("scores", plan.whole(scores));
 }
 
