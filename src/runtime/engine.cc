@@ -52,9 +52,12 @@ class LocalEngine final : public Engine {
           " is larger than the embedding size ", full);
     const std::size_t dim = options.dimensions ? options.dimensions : full;
     Matrix out(inputs.size(), dim);
+    // Whole vectors are normalised by the plan; Matryoshka-truncated ones after truncation, here.
+    const bool plan_normalizes = normalize && dim == full;
     std::vector<float> rows;
     run_batches(inputs, [&](const plan::Batch& batch, std::size_t first) {
       exec_->run(models::pooling_program(mode));
+      if (plan_normalizes) exec_->run("normalize");
       rows.resize(batch.num_seqs() * full);
       exec_->read(model_.plan.output("embedding"), rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
@@ -63,8 +66,8 @@ class LocalEngine final : public Engine {
       }
     });
     // Normalising after truncation keeps Matryoshka vectors unit length, as sentence-transformers
-    // does; without truncation it equals the Normalize module.
-    if (normalize) {
+    // does.
+    if (normalize && !plan_normalizes) {
       for (std::size_t r = 0; r < out.rows; ++r) {
         double sq = 0.0;
         for (std::size_t j = 0; j < dim; ++j) sq += static_cast<double>(out.row(r)[j]) * out.row(r)[j];
