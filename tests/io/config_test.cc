@@ -12,6 +12,7 @@ namespace il::io {
 namespace {
 
 using nlohmann::json;
+using test::error_of;
 using test::TempDir;
 using test::write_file;
 using test::write_json;
@@ -40,16 +41,6 @@ json xlmr_reranker() {
     "vocab_size": 250002})");
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const il::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected il::Error";
-  return {};
-}
 
 void expect_refused(const json& j, const std::vector<std::string>& parts) {
   const std::string msg = error_of([&] { parse_encoder_config(j, "my/config.json"); });

@@ -8,10 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "core/error.h"
 
 namespace il::io::test {
 
@@ -90,6 +93,18 @@ inline std::string build_safetensors(const std::vector<RawTensor>& tensors, std:
     data += t.bytes;
   }
   return assemble(header.dump(), data, pad_to);
+}
+
+// Runs `fn`, expects il::Error, and returns its message.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const il::Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected il::Error";
+  return {};
 }
 
 }  // namespace il::io::test

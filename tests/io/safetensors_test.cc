@@ -20,6 +20,7 @@ using test::assemble;
 using test::build_safetensors;
 using test::f32_tensor;
 using test::RawTensor;
+using test::error_of;
 using test::TempDir;
 using test::to_bytes;
 using test::write_file;
@@ -38,16 +39,6 @@ float from_bits(uint32_t b) {
 }
 
 // Runs `fn`, expects il::Error, and returns its message.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const il::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected il::Error";
-  return {};
-}
 
 // Expects opening a file whose header is `header` (data section `data`) to fail with a message
 // holding every string in `parts`.

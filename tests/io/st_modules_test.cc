@@ -13,6 +13,7 @@ namespace il::io {
 namespace {
 
 using nlohmann::json;
+using test::error_of;
 using test::TempDir;
 using test::write_file;
 using test::write_json;
@@ -46,16 +47,6 @@ void write_minilm(const TempDir& dir, const std::string& mode = "mean") {
                                                          {"similarity_fn_name", "cosine"}});
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const il::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected il::Error";
-  return {};
-}
 
 void expect_refused(const TempDir& dir, const std::vector<std::string>& parts) {
   const std::string msg = error_of([&] { load_sentence_transformer_info(dir.path()); });
