@@ -133,7 +133,7 @@ void run_bench(const BenchArgs& a) {
   for (const std::string& m : a.mixed) points.push_back(parse_mixed(m));
 
   std::string name;
-  const models::BuiltModel model = build(a, name);
+  models::BuiltModel model = build(a, name);
   if (!a.name.empty()) name = a.name;
   const int max_len = model.config.max_tokens_per_sequence();
   std::size_t max_tokens = 1;

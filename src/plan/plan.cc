@@ -52,7 +52,12 @@ View Plan::slice(BufferId id, std::size_t col, std::size_t cols) const {
 
 std::size_t Plan::parameter_count() const {
   std::size_t n = 0;
-  for (const auto& w : weights_) n += w.data.size();
+  // From the shapes: a backend may have moved the data into its own layout.
+  for (const auto& w : weights_) {
+    std::size_t count = 1;
+    for (int64_t d : w.shape) count *= static_cast<std::size_t>(d);
+    n += count;
+  }
   return n;
 }
 

@@ -30,7 +30,9 @@ struct BufferDesc {
 struct WeightDesc {
   std::string name;             // the checkpoint tensor it came from (or a fused name)
   std::vector<int64_t> shape;
-  std::vector<float> data;      // f32 on the host; backends upload or use it in place
+  // f32 on the host; backends upload it, use it in place, or re-lay it and release this copy
+  // (the CPU executor packs GEMM weights into panels and empties `data`).
+  std::vector<float> data;
 };
 
 using BufferId = int;

@@ -9,7 +9,6 @@
 
 #include "core/error.h"
 #include "ops/embed.h"
-#include "ops/gemm.h"
 #include "ops/layernorm.h"
 #include "ops/pool.h"
 
@@ -18,7 +17,7 @@ namespace il::cpu {
 using plan::Rows;
 using plan::View;
 
-CpuExecutor::CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::size_t threads)
+CpuExecutor::CpuExecutor(plan::Plan& plan, std::size_t max_tokens, std::size_t threads)
     : plan_(plan), max_tokens_(max_tokens), pool_(threads) {
   check(max_tokens > 0, "cpu executor: max_tokens must be positive");
   buffers_.reserve(plan.buffers().size());
@@ -26,6 +25,37 @@ CpuExecutor::CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::si
   for (const auto& b : plan.buffers()) buffers_.emplace_back(max_tokens * b.cols);
   const char* prof = std::getenv("IL_PROFILE");
   profiling_ = prof != nullptr && std::string(prof) != "0";
+  pack_gemm_weights(plan);
+}
+
+void CpuExecutor::pack_gemm_weights(plan::Plan& plan) {
+  // Weights read by other steps too (a tied embedding used as an output projection) keep
+  // their plan copy; the others are released once packed.
+  std::map<plan::WeightId, bool> gemm_only;
+  for (const std::string& name : plan.program_names()) {
+    for (const plan::Step& step : plan.program(name)) {
+      std::visit(
+          [&](const auto& op) {
+            using T = std::decay_t<decltype(op)>;
+            if constexpr (std::is_same_v<T, plan::GemmStep>) {
+              gemm_only.try_emplace(op.w, true);
+            } else if constexpr (std::is_same_v<T, plan::EmbedStep>) {
+              for (plan::WeightId id : {op.word, op.position, op.type}) gemm_only[id] = false;
+            }
+          },
+          step.op);
+    }
+  }
+  for (const auto& [id, only] : gemm_only) {
+    if (id == plan::kNoWeight) continue;
+    auto& w = plan.weights().at(static_cast<std::size_t>(id));
+    const std::size_t n = static_cast<std::size_t>(w.shape.at(0));
+    const std::size_t k = static_cast<std::size_t>(w.shape.at(1));
+    check(w.data.size() == n * k, "cpu executor: weight ", w.name,
+          " holds no data (its plan is already used by another executor?)");
+    packed_.emplace(id, ops::PackedWeight(w.data.data(), n, k));
+    if (only) std::vector<float>().swap(w.data);
+  }
 }
 
 CpuExecutor::~CpuExecutor() {
@@ -121,11 +151,9 @@ void CpuExecutor::execute(const plan::Step& step) {
                           weight(op.type), ptr(op.out), ld(op.out), op.out.cols},
                          pool_);
         } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
-          const auto& w = plan_.weights().at(static_cast<std::size_t>(op.w));
-          ops::gemm_cpu({ptr(op.x), ld(op.x), w.data.data(), weight(op.bias), ptr(op.y), ld(op.y),
-                         rows(op.x), static_cast<std::size_t>(w.shape[0]),
-                         static_cast<std::size_t>(w.shape[1]), op.act},
-                        pool_);
+          ops::gemm_packed_cpu({ptr(op.x), ld(op.x), &packed_.at(op.w), weight(op.bias), ptr(op.y),
+                                ld(op.y), rows(op.x), op.act},
+                               pool_);
         } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
           const bool has_res = op.residual.buffer >= 0;
           ops::layernorm_cpu({ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,

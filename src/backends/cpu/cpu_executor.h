@@ -7,14 +7,17 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ops/gemm_packed.h"
 #include "plan/executor.h"
 
 namespace il::cpu {
 
 class CpuExecutor final : public plan::Executor {
  public:
-  // The plan must outlive the executor. threads == 0: one per hardware thread.
-  CpuExecutor(const plan::Plan& plan, std::size_t max_tokens, std::size_t threads);
+  // The plan must outlive the executor. threads == 0: one per hardware thread. Weights used
+  // only as GEMM weights move into the packed panel layout of ops/gemm_packed.h and their plan
+  // copy is released (one executor per plan).
+  CpuExecutor(plan::Plan& plan, std::size_t max_tokens, std::size_t threads);
   // With IL_PROFILE=1 in the environment, prints the per-step profile to stderr at the end.
   ~CpuExecutor() override;
 
@@ -41,11 +44,13 @@ class CpuExecutor final : public plan::Executor {
   std::size_t ld(const plan::View& v) const;
   std::size_t rows(const plan::View& v) const;
   const float* weight(plan::WeightId id) const;
+  void pack_gemm_weights(plan::Plan& plan);
 
   const plan::Plan& plan_;
   std::size_t max_tokens_;
   ThreadPool pool_;
   std::vector<std::vector<float>> buffers_;
+  std::map<plan::WeightId, ops::PackedWeight> packed_;  // GEMM weights in panel layout
   plan::Batch batch_;
   std::map<std::string, StepTime> profile_;
   bool profiling_ = false;

@@ -1,0 +1,42 @@
+// The register-blocked inner kernels behind gemm_packed_cpu, one per instruction set.
+//
+// A kernel computes one tile of C = A · B for up to `mr` rows and one panel of kPanel columns:
+// A comes packed as kc steps of `mr` floats (the tile's rows side by side), B as kc steps of
+// kPanel floats (a panel of the pre-packed weight). The ISA-specific kernels live in their own
+// translation units built with their own -m flags and include nothing but intrinsics, so no
+// inline function compiled for AVX-512 can leak into code that runs on an older CPU.
+#pragma once
+
+#include <cstddef>
+
+namespace il::ops::gemm_kernel {
+
+inline constexpr std::size_t kPanel = 32;  // columns per packed weight panel
+
+struct Tile {
+  const float* a = nullptr;  // packed A: kc × mr
+  const float* b = nullptr;  // packed B: kc × kPanel, 64-byte aligned
+  float* c = nullptr;
+  std::size_t ldc = 0;
+  std::size_t kc = 0;
+  std::size_t rows = 0;          // 1 … mr rows of C to compute
+  std::size_t cols = 0;          // 1 … kPanel columns of C to store
+  const float* init = nullptr;   // when !accumulate: `cols` floats added to every row (bias), or null
+  bool accumulate = false;       // add to C instead of overwriting it
+};
+
+using TileFn = void (*)(const Tile&);
+
+struct Kernel {
+  const char* name = nullptr;
+  std::size_t mr = 0;   // rows per packed A micro-panel
+  TileFn tile = nullptr;
+};
+
+// Each returns a kernel whose `tile` is null when the compiler could not build it; the caller
+// also checks that the CPU runs it.
+Kernel avx512_kernel();
+Kernel avx2_kernel();
+Kernel generic_kernel();
+
+}  // namespace il::ops::gemm_kernel

@@ -1,0 +1,36 @@
+// Portable tile for CPUs without AVX2 (and non-x86 builds): 4 rows × 32 columns of plain loops
+// the compiler vectorises for the baseline instruction set.
+#include "ops/gemm_kernel.h"
+
+namespace il::ops::gemm_kernel {
+namespace {
+
+constexpr std::size_t kMr = 4;
+
+void tile_any(const Tile& t) {
+  float acc[kMr][kPanel];
+  for (std::size_t r = 0; r < t.rows; ++r)
+    for (std::size_t j = 0; j < kPanel; ++j)
+      acc[r][j] = j >= t.cols ? 0.0f
+                  : t.accumulate ? t.c[r * t.ldc + j]
+                  : t.init ? t.init[j]
+                  : 0.0f;
+  const float* a = t.a;
+  const float* b = t.b;
+  for (std::size_t k = 0; k < t.kc; ++k) {
+    for (std::size_t r = 0; r < t.rows; ++r) {
+      const float ar = a[r];
+      for (std::size_t j = 0; j < kPanel; ++j) acc[r][j] += ar * b[j];
+    }
+    a += kMr;
+    b += kPanel;
+  }
+  for (std::size_t r = 0; r < t.rows; ++r)
+    for (std::size_t j = 0; j < t.cols; ++j) t.c[r * t.ldc + j] = acc[r][j];
+}
+
+}  // namespace
+
+Kernel generic_kernel() { return {"generic", kMr, tile_any}; }
+
+}  // namespace il::ops::gemm_kernel

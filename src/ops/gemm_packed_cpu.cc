@@ -1,0 +1,193 @@
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "ops/activation.h"
+#include "ops/gemm_kernel.h"
+#include "ops/gemm_packed.h"
+
+namespace il::ops {
+namespace {
+
+using gemm_kernel::kPanel;
+using gemm_kernel::Kernel;
+
+constexpr std::size_t kDepthBlock = 256;       // k per pass: a 32 KB panel slice stays in L1
+constexpr std::size_t kRowBlockTarget = 128;   // rows of packed A per task (in L2 with C)
+constexpr std::size_t kMaxPanelsPerTask = 8;   // 256 columns
+constexpr std::size_t kSerialWork = 1u << 17;  // m·n·k below which threads cost more than they save
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+bool cpu_runs(const std::string& name) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (name == "avx512") return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  if (name == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return name == "generic";
+}
+
+std::vector<Kernel> runnable_kernels() {
+  std::vector<Kernel> out;
+  for (const Kernel& k : {gemm_kernel::avx512_kernel(), gemm_kernel::avx2_kernel(),
+                          gemm_kernel::generic_kernel()}) {
+    if (k.tile && cpu_runs(k.name)) out.push_back(k);
+  }
+  return out;  // fastest first; generic is always there
+}
+
+const Kernel& find_kernel(const std::string& name) {
+  static const std::vector<Kernel> kernels = runnable_kernels();
+  for (const Kernel& k : kernels)
+    if (name == k.name) return k;
+  std::string have;
+  for (const Kernel& k : kernels) have += std::string(have.empty() ? "" : ", ") + k.name;
+  throw make_error("gemm: kernel \"", name, "\" is not available on this CPU/build (available: ",
+                   have, ")");
+}
+
+const Kernel& default_kernel() {
+  static const Kernel& k = [] () -> const Kernel& {
+    const char* forced = std::getenv("IL_GEMM_KERNEL");
+    if (forced && *forced) return find_kernel(forced);
+    return find_kernel(runnable_kernels().front().name);
+  }();
+  return k;
+}
+
+// Rows [r0, r0 + rows) × depth [k0, k0 + kc) of x into micro-panels of mr rows, k-major, the
+// missing rows of the last micro-panel zero.
+void pack_rows(const PackedGemmArgs& a, std::size_t r0, std::size_t rows, std::size_t k0,
+               std::size_t kc, std::size_t mr, float* dst) {
+  for (std::size_t i0 = 0; i0 < rows; i0 += mr) {
+    const std::size_t h = std::min(mr, rows - i0);
+    for (std::size_t i = 0; i < h; ++i) {
+      const float* src = a.x + (r0 + i0 + i) * a.ldx + k0;
+      for (std::size_t k = 0; k < kc; ++k) dst[k * mr + i] = src[k];
+    }
+    for (std::size_t i = h; i < mr; ++i)
+      for (std::size_t k = 0; k < kc; ++k) dst[k * mr + i] = 0.0f;
+    dst += kc * mr;
+  }
+}
+
+struct Blocking {
+  std::size_t kc;           // depth per pass
+  std::size_t row_block;    // rows per task, a multiple of mr
+  std::size_t panels;       // panels per task
+  std::size_t row_tasks, panel_tasks;
+};
+
+Blocking choose_blocking(std::size_t m, std::size_t n_panels, std::size_t k, std::size_t mr,
+                         std::size_t threads) {
+  Blocking b;
+  const std::size_t passes = ceil_div(std::max<std::size_t>(k, 1), kDepthBlock);
+  b.kc = ceil_div(std::max<std::size_t>(k, 1), passes);
+  b.row_block = std::min(ceil_div(m, mr), ceil_div(kRowBlockTarget, mr)) * mr;
+  b.row_tasks = ceil_div(m, b.row_block);
+  // Enough tasks for every thread to take a few (uneven ragged batches balance dynamically),
+  // but as many panels per task as that allows, so each packed A block serves many panels.
+  const std::size_t want = threads * 3;
+  const std::size_t per_row = ceil_div(want, b.row_tasks);
+  b.panels = std::clamp<std::size_t>(n_panels / std::max<std::size_t>(per_row, 1), 1,
+                                     kMaxPanelsPerTask);
+  b.panel_tasks = ceil_div(n_panels, b.panels);
+  return b;
+}
+
+void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, std::size_t task) {
+  const PackedWeight& w = *a.w;
+  const std::size_t r0 = (task / blk.panel_tasks) * blk.row_block;
+  const std::size_t rows = std::min(blk.row_block, a.m - r0);
+  const std::size_t p0 = (task % blk.panel_tasks) * blk.panels;
+  const std::size_t p1 = std::min(w.panels(), p0 + blk.panels);
+  const std::size_t mr = kern.mr;
+
+  thread_local std::vector<float> packed_a;
+  packed_a.resize(ceil_div(rows, mr) * mr * blk.kc);
+
+  for (std::size_t k0 = 0; k0 < w.k() || k0 == 0; k0 += blk.kc) {
+    const std::size_t kc = std::min(blk.kc, w.k() - k0);
+    pack_rows(a, r0, rows, k0, kc, mr, packed_a.data());
+    for (std::size_t p = p0; p < p1; ++p) {
+      const std::size_t c0 = p * kPanel;
+      gemm_kernel::Tile t;
+      t.b = w.panel(p) + k0 * kPanel;
+      t.ldc = a.ldy;
+      t.kc = kc;
+      t.cols = std::min(kPanel, w.n() - c0);
+      t.init = a.bias ? a.bias + c0 : nullptr;
+      t.accumulate = k0 > 0;
+      for (std::size_t i0 = 0; i0 < rows; i0 += mr) {
+        t.a = packed_a.data() + (i0 / mr) * mr * kc;
+        t.c = a.y + (r0 + i0) * a.ldy + c0;
+        t.rows = std::min(mr, rows - i0);
+        kern.tile(t);
+      }
+    }
+    if (w.k() == 0) break;
+  }
+  if (a.act != Activation::kNone) {
+    const std::size_t c0 = p0 * kPanel, c1 = std::min(w.n(), p1 * kPanel);
+    apply_activation_rows(a.act, a.y + r0 * a.ldy + c0, rows, c1 - c0, a.ldy);
+  }
+}
+
+void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
+  check(a.x && a.w && a.y, "gemm: null operand");
+  check(a.ldx >= a.w->k() && a.ldy >= a.w->n(), "gemm: row stride smaller than the row (ldx ",
+        a.ldx, " k ", a.w->k(), " ldy ", a.ldy, " n ", a.w->n(), ")");
+  if (a.m == 0 || a.w->n() == 0) return;
+  const std::size_t work = a.m * a.w->n() * std::max<std::size_t>(a.w->k(), 1);
+  const std::size_t threads = work < kSerialWork ? 1 : pool.size();
+  const Blocking blk = choose_blocking(a.m, a.w->panels(), a.w->k(), kern.mr, threads);
+  const std::size_t tasks = blk.row_tasks * blk.panel_tasks;
+  if (threads == 1) {
+    for (std::size_t t = 0; t < tasks; ++t) run_task(a, kern, blk, t);
+    return;
+  }
+  pool.parallel_for(tasks, 1, [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t t = t0; t < t1; ++t) run_task(a, kern, blk, t);
+  });
+}
+
+}  // namespace
+
+PackedWeight::PackedWeight(const float* w, std::size_t n, std::size_t k)
+    : n_(n), k_(k), panels_(ceil_div(n, kPanel)) {
+  const std::size_t floats = std::max<std::size_t>(panels_ * k * kPanel, kPanel);
+  const std::size_t bytes = ceil_div(floats * sizeof(float), 64) * 64;
+  data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  check(data_ != nullptr, "gemm: cannot allocate ", bytes, " bytes for a packed weight");
+  float* d = data_.get();
+  for (std::size_t p = 0; p < panels_; ++p) {
+    float* panel = d + p * k * kPanel;
+    for (std::size_t j = 0; j < kPanel; ++j) {
+      const std::size_t col = p * kPanel + j;
+      if (col < n) {
+        const float* row = w + col * k;
+        for (std::size_t kk = 0; kk < k; ++kk) panel[kk * kPanel + j] = row[kk];
+      } else {
+        for (std::size_t kk = 0; kk < k; ++kk) panel[kk * kPanel + j] = 0.0f;
+      }
+    }
+  }
+}
+
+void gemm_packed_cpu(const PackedGemmArgs& a, ThreadPool& pool) { run(a, pool, default_kernel()); }
+
+void gemm_packed_cpu(const PackedGemmArgs& a, ThreadPool& pool, const std::string& kernel) {
+  run(a, pool, find_kernel(kernel));
+}
+
+std::vector<std::string> gemm_packed_kernels() {
+  std::vector<std::string> names;
+  for (const Kernel& k : runnable_kernels()) names.push_back(k.name);
+  return names;
+}
+
+std::string gemm_packed_default_kernel() { return default_kernel().name; }
+
+}  // namespace il::ops
