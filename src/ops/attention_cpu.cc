@@ -6,15 +6,17 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/aligned_buffer.h"
 #include "ops/attention.h"
+#include "ops/gemm_kernel.h"
 #include "ops/vec_math.h"
 
 namespace il::ops {
 namespace {
 
-constexpr std::size_t kRowBlock = 128;  // query rows sharing one packed Kᵀ
+constexpr std::size_t kRowBlock = 128;  // query rows sharing one packed K and V
 constexpr std::size_t kMaxHeadDim = 256;
-constexpr std::size_t kKeyTile = 32;   // keys whose scores stay in registers
+using gemm_kernel::kPanel;
 
 // Key range [lo, hi) (sequence-local) admissible for query row i of a sequence of length len.
 void key_range(const AttentionArgs& a, std::size_t i, std::size_t len, std::size_t& lo,
@@ -32,21 +34,93 @@ struct Task {
   std::size_t seq, head, row0, rows;
 };
 
-// Per-thread scratch: K of the block's key range transposed ([head_dim][keys]) so score rows are
-// computed key-contiguous, and one block of score rows. Both grow with the sequence, never n×n.
+// Per-thread scratch, all sized by one row block and its key range, never n × n.
 struct Scratch {
-  std::vector<float> kt;
-  std::vector<float> scores;
+  AlignedBuffer keys;     // Kᵀ as GEMM panels: 32 keys per panel, head_dim rows each
+  AlignedBuffer values;   // V as GEMM panels: 32 dims per panel, one row per key
+  AlignedBuffer queries;  // scaled Q rows as kernel micro-panels
+  AlignedBuffer probs;    // softmax rows as kernel micro-panels
+  AlignedBuffer scores;   // rows × keys
 };
 
-// One (sequence, head, row block): scores = q·kᵀ·scale, softmax per row over its admissible keys,
-// out = p·v. Compiled for AVX2/FMA as well as the baseline, chosen at load time.
-[[gnu::target_clones("arch=x86-64-v3", "default")]] void run_task(const AttentionArgs& a,
-                                                                 const Task& t, Scratch& sc) {
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// Rows of `rows` values each (row i at src + i * ld) into kernel micro-panels of mr rows,
+// k-major, padding rows zero, each value multiplied by `scale`.
+void pack_micro_panels(const float* src, std::size_t ld, std::size_t n_rows, std::size_t depth,
+                       std::size_t mr, float scale, float* dst) {
+  for (std::size_t i0 = 0; i0 < n_rows; i0 += mr) {
+    for (std::size_t i = 0; i < mr; ++i) {
+      if (i0 + i < n_rows) {
+        const float* row = src + (i0 + i) * ld;
+        for (std::size_t d = 0; d < depth; ++d) dst[d * mr + i] = row[d] * scale;
+      } else {
+        for (std::size_t d = 0; d < depth; ++d) dst[d * mr + i] = 0.0f;
+      }
+    }
+    dst += depth * mr;
+  }
+}
+
+// `count` vectors of `width` floats (vector r at src + r * ld) as GEMM panels over their
+// elements: panel p, row r holds elements p*32 … p*32+31 of vector r (V, depth = keys).
+void pack_value_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width,
+                       float* dst) {
+  for (std::size_t p = 0; p < ceil_div(width, kPanel); ++p) {
+    float* panel = dst + p * count * kPanel;
+    const std::size_t c0 = p * kPanel, cols = std::min(kPanel, width - c0);
+    for (std::size_t r = 0; r < count; ++r) {
+      const float* v = src + r * ld + c0;
+      for (std::size_t c = 0; c < kPanel; ++c) panel[r * kPanel + c] = c < cols ? v[c] : 0.0f;
+    }
+  }
+}
+
+// The transpose: panel p holds vectors p*32 … p*32+31 as columns, one row per element
+// (Kᵀ, depth = head_dim).
+void pack_key_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width,
+                     float* dst) {
+  for (std::size_t p = 0; p < ceil_div(count, kPanel); ++p) {
+    float* panel = dst + p * width * kPanel;
+    for (std::size_t j = 0; j < kPanel; ++j) {
+      const std::size_t key = p * kPanel + j;
+      if (key < count) {
+        const float* k = src + key * ld;
+        for (std::size_t d = 0; d < width; ++d) panel[d * kPanel + j] = k[d];
+      } else {
+        for (std::size_t d = 0; d < width; ++d) panel[d * kPanel + j] = 0.0f;
+      }
+    }
+  }
+}
+
+// c[rows, cols] = a (micro-panels over `depth`) · b (panels over `depth`), by kernel tiles.
+void tile_product(const gemm_kernel::Kernel& kern, const float* a, std::size_t rows,
+                  const float* b, std::size_t cols, std::size_t depth, float* c, std::size_t ldc) {
+  gemm_kernel::Tile t;
+  t.ldc = ldc;
+  t.kc = depth;
+  for (std::size_t p = 0; p < ceil_div(cols, kPanel); ++p) {
+    t.b = b + p * depth * kPanel;
+    t.cols = std::min(kPanel, cols - p * kPanel);
+    for (std::size_t i0 = 0; i0 < rows; i0 += kern.mr) {
+      t.a = a + i0 * depth;
+      t.c = c + i0 * ldc + p * kPanel;
+      t.rows = std::min(kern.mr, rows - i0);
+      kern.tile(t);
+    }
+  }
+}
+
+// One (sequence, head, row block): scores = (q·scale)·kᵀ, softmax per row over its admissible
+// keys (zero elsewhere), out = p·v; both products run on the GEMM tile kernels.
+void run_task(const AttentionArgs& a, const Task& t, Scratch& sc, const gemm_kernel::Kernel& kern) {
   const std::size_t start = static_cast<std::size_t>(a.seq_starts[t.seq]);
   const std::size_t len = static_cast<std::size_t>(a.seq_starts[t.seq + 1]) - start;
   const std::size_t kvh = t.head / (a.heads / a.kv_heads);
   const std::size_t hd = a.head_dim;
+  const std::size_t mr = kern.mr;
+  float* out = a.out + (start + t.row0) * a.ldo + t.head * hd;
 
   // Union of the rows' key ranges: keys outside it are never read.
   std::size_t klo = len, khi = 0;
@@ -57,53 +131,50 @@ struct Scratch {
     khi = std::max(khi, hi);
   }
   const std::size_t nk = khi > klo ? khi - klo : 0;
-  const std::size_t nk_pad = (nk + kKeyTile - 1) / kKeyTile * kKeyTile;
-  if (sc.kt.size() < hd * nk_pad) sc.kt.resize(hd * nk_pad);
-  if (sc.scores.size() < t.rows * nk_pad) sc.scores.resize(t.rows * nk_pad);
-  float* kt = sc.kt.data();
-  for (std::size_t j = 0; j < nk_pad; ++j) {
-    const float* k = a.k + (start + klo + std::min(j, nk - 1)) * a.ldk + kvh * hd;
-    for (std::size_t d = 0; d < hd; ++d) kt[d * nk_pad + j] = j < nk ? k[d] : 0.0f;
+  if (nk == 0) {
+    for (std::size_t r = 0; r < t.rows; ++r) std::fill_n(out + r * a.ldo, hd, 0.0f);
+    return;
   }
+  const std::size_t ld_scores = ceil_div(nk, kPanel) * kPanel;
+  const std::size_t row_panels = ceil_div(t.rows, mr) * mr;
+  float* keys = sc.keys.get(ld_scores * hd);
+  float* values = sc.values.get(ceil_div(hd, kPanel) * kPanel * nk);
+  float* queries = sc.queries.get(row_panels * hd);
+  float* probs = sc.probs.get(row_panels * nk);
+  float* scores = sc.scores.get(t.rows * ld_scores);
+
+  const float* k0 = a.k + (start + klo) * a.ldk + kvh * hd;
+  const float* v0 = a.v + (start + klo) * a.ldv + kvh * hd;
+  pack_key_panels(k0, a.ldk, nk, hd, keys);
+  pack_micro_panels(a.q + (start + t.row0) * a.ldq + t.head * hd, a.ldq, t.rows, hd, mr, a.scale,
+                    queries);
+  tile_product(kern, queries, t.rows, keys, nk, hd, scores, ld_scores);
 
   for (std::size_t r = 0; r < t.rows; ++r) {
-    const std::size_t i = t.row0 + r;
-    const float* q = a.q + (start + i) * a.ldq + t.head * hd;
-    float* s = sc.scores.data() + r * nk_pad;
-    for (std::size_t j0 = 0; j0 < nk_pad; j0 += kKeyTile) {
-      float acc[kKeyTile] = {};
-      for (std::size_t d = 0; d < hd; ++d) {
-        const float qd = q[d];
-        const float* __restrict row = kt + d * nk_pad + j0;
-        for (std::size_t jj = 0; jj < kKeyTile; ++jj) acc[jj] += qd * row[jj];
-      }
-      for (std::size_t jj = 0; jj < kKeyTile; ++jj) s[j0 + jj] = acc[jj] * a.scale;
-    }
     std::size_t lo, hi;
-    key_range(a, i, len, lo, hi);
-    lo -= klo;
-    hi -= klo;
-    float* o = a.out + (start + i) * a.ldo + t.head * hd;
-    std::fill_n(o, hd, 0.0f);
-    if (hi <= lo) continue;  // no admissible key: the row stays zero
-    float mx = -std::numeric_limits<float>::infinity();
-    for (std::size_t j = lo; j < hi; ++j) mx = std::max(mx, s[j]);
-    // Exponentials in their own loop so it vectorises; a float sum in the same loop would not
-    // (without -ffast-math the additions keep their order).
-    for (std::size_t j = lo; j < hi; ++j) s[j] = fast_exp(s[j] - mx);
-    float sum = 0.0f;
-    for (std::size_t j = lo; j < hi; ++j) sum += s[j];
-    const float inv = 1.0f / sum;
-    // Accumulate in a local row: the compiler then knows it aliases neither v nor out.
-    float acc[kMaxHeadDim];
-    std::fill_n(acc, hd, 0.0f);
-    for (std::size_t j = lo; j < hi; ++j) {
-      const float p = s[j] * inv;
-      const float* __restrict v = a.v + (start + klo + j) * a.ldv + kvh * hd;
-      for (std::size_t d = 0; d < hd; ++d) acc[d] += p * v[d];
+    key_range(a, t.row0 + r, len, lo, hi);
+    const bool any = hi > lo;
+    lo = any ? lo - klo : 0;
+    hi = any ? hi - klo : 0;
+    float* s = scores + r * ld_scores;
+    if (hi > lo) {
+      float mx = -std::numeric_limits<float>::infinity();
+      for (std::size_t j = lo; j < hi; ++j) mx = std::max(mx, s[j]);
+      // Exponentials in their own loop so it vectorises; a float sum in the same loop would
+      // not (without -ffast-math the additions keep their order).
+      for (std::size_t j = lo; j < hi; ++j) s[j] = fast_exp(s[j] - mx);
+      float sum = 0.0f;
+      for (std::size_t j = lo; j < hi; ++j) sum += s[j];
+      const float inv = 1.0f / sum;
+      for (std::size_t j = lo; j < hi; ++j) s[j] *= inv;
     }
-    std::copy_n(acc, hd, o);
+    // Inadmissible keys weigh nothing; a row with no admissible key gives zeros.
+    std::fill(s, s + lo, 0.0f);
+    std::fill(s + hi, s + nk, 0.0f);
   }
+  pack_micro_panels(scores, ld_scores, t.rows, nk, mr, 1.0f, probs);
+  pack_value_panels(v0, a.ldv, nk, hd, values);
+  tile_product(kern, probs, t.rows, values, hd, nk, out, a.ldo);
 }
 
 }  // namespace
@@ -131,9 +202,10 @@ void attention_cpu(const AttentionArgs& a, ThreadPool& pool) {
       for (std::size_t r = 0; r < len; r += kRowBlock)
         tasks.push_back({s, h, r, std::min(kRowBlock, len - r)});
   }
+  const gemm_kernel::Kernel& kern = gemm_kernel::default_kernel();
   pool.parallel_for(tasks.size(), 1, [&](std::size_t t0, std::size_t t1) {
-    Scratch scratch;
-    for (std::size_t t = t0; t < t1; ++t) run_task(a, tasks[t], scratch);
+    thread_local Scratch scratch;
+    for (std::size_t t = t0; t < t1; ++t) run_task(a, tasks[t], scratch, kern);
   });
 }
 

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace il::ops::gemm_kernel {
 
@@ -15,12 +17,14 @@ inline constexpr std::size_t kPanel = 32;  // columns per packed weight panel
 
 struct Tile {
   const float* a = nullptr;  // packed A: kc × mr
-  const float* b = nullptr;  // packed B: kc × kPanel, 64-byte aligned
+  // Packed B: kc rows kPanel floats apart, 64-byte aligned. A tile of at most 16 columns may
+  // point at the second half of the rows (panel + 16) and then reads only 16 floats per row.
+  const float* b = nullptr;
   float* c = nullptr;
   std::size_t ldc = 0;
   std::size_t kc = 0;
   std::size_t rows = 0;          // 1 … mr rows of C to compute
-  std::size_t cols = 0;          // 1 … kPanel columns of C to store
+  std::size_t cols = 0;          // 1 … kPanel columns of C to compute and store
   const float* init = nullptr;   // when !accumulate: `cols` floats added to every row (bias), or null
   bool accumulate = false;       // add to C instead of overwriting it
 };
@@ -33,10 +37,15 @@ struct Kernel {
   TileFn tile = nullptr;
 };
 
-// Each returns a kernel whose `tile` is null when the compiler could not build it; the caller
-// also checks that the CPU runs it.
+// Each returns a kernel whose `tile` is null when the compiler could not build it.
 Kernel avx512_kernel();
 Kernel avx2_kernel();
 Kernel generic_kernel();
+
+// Selection (gemm_kernel_select.cc): the kernels this build and CPU run, fastest first (generic
+// always last); the default is the first, or the one IL_GEMM_KERNEL names.
+const std::vector<Kernel>& runnable_kernels();
+const Kernel& kernel_named(const std::string& name);  // il::Error when not runnable here
+const Kernel& default_kernel();
 
 }  // namespace il::ops::gemm_kernel

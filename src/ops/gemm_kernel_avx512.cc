@@ -15,7 +15,10 @@ __mmask16 lane_mask(std::size_t cols) {
   return cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1u);
 }
 
-template <int R>
+// R rows × (Wide ? 32 : 16) columns. The narrow form serves tiles of at most 16 columns and
+// reads only the first 16 floats of each B row (one cache line), so two threads can share a
+// panel's halves without reading each other's lines.
+template <int R, bool Wide>
 void tile(const Tile& t) {
   const __mmask16 m0 = lane_mask(t.cols);
   const __mmask16 m1 = t.cols > 16 ? lane_mask(t.cols - 16) : __mmask16(0);
@@ -24,15 +27,15 @@ void tile(const Tile& t) {
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
       c0[r] = _mm512_maskz_loadu_ps(m0, t.c + r * t.ldc);
-      c1[r] = _mm512_maskz_loadu_ps(m1, t.c + r * t.ldc + 16);
+      if (Wide) c1[r] = _mm512_maskz_loadu_ps(m1, t.c + r * t.ldc + 16);
     }
   } else {
     const __m512 i0 = t.init ? _mm512_maskz_loadu_ps(m0, t.init) : _mm512_setzero_ps();
-    const __m512 i1 = t.init ? _mm512_maskz_loadu_ps(m1, t.init + 16) : _mm512_setzero_ps();
+    const __m512 i1 = t.init && Wide ? _mm512_maskz_loadu_ps(m1, t.init + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
       c0[r] = i0;
-      c1[r] = i1;
+      if (Wide) c1[r] = i1;
     }
   }
   const float* a = t.a;
@@ -40,12 +43,12 @@ void tile(const Tile& t) {
   const std::size_t kc = t.kc;
   for (std::size_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b);
-    const __m512 b1 = _mm512_load_ps(b + 16);
+    const __m512 b1 = Wide ? _mm512_load_ps(b + 16) : b0;
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r]);
       c0[r] = _mm512_fmadd_ps(ar, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
+      if (Wide) c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
     }
     a += kMr;
     b += kPanel;
@@ -53,17 +56,20 @@ void tile(const Tile& t) {
 #pragma GCC unroll 14
   for (int r = 0; r < R; ++r) {
     _mm512_mask_storeu_ps(t.c + r * t.ldc, m0, c0[r]);
-    _mm512_mask_storeu_ps(t.c + r * t.ldc + 16, m1, c1[r]);
+    if (Wide) _mm512_mask_storeu_ps(t.c + r * t.ldc + 16, m1, c1[r]);
   }
 }
 
-template <int... R>
+template <bool Wide, int... R>
 struct Table {
-  static constexpr TileFn fns[] = {tile<R>...};
+  static constexpr TileFn fns[] = {tile<R, Wide>...};
 };
 
 void tile_any(const Tile& t) {
-  Table<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14>::fns[t.rows - 1](t);
+  if (t.cols > 16)
+    Table<true, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14>::fns[t.rows - 1](t);
+  else
+    Table<false, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14>::fns[t.rows - 1](t);
 }
 
 }  // namespace

@@ -8,9 +8,11 @@ namespace {
 constexpr std::size_t kMr = 4;
 
 void tile_any(const Tile& t) {
+  // A tile of at most 16 columns may start mid-panel: read only those 16 floats of each B row.
+  const std::size_t width = t.cols <= 16 ? 16 : kPanel;
   float acc[kMr][kPanel];
   for (std::size_t r = 0; r < t.rows; ++r)
-    for (std::size_t j = 0; j < kPanel; ++j)
+    for (std::size_t j = 0; j < width; ++j)
       acc[r][j] = j >= t.cols ? 0.0f
                   : t.accumulate ? t.c[r * t.ldc + j]
                   : t.init ? t.init[j]
@@ -20,7 +22,7 @@ void tile_any(const Tile& t) {
   for (std::size_t k = 0; k < t.kc; ++k) {
     for (std::size_t r = 0; r < t.rows; ++r) {
       const float ar = a[r];
-      for (std::size_t j = 0; j < kPanel; ++j) acc[r][j] += ar * b[j];
+      for (std::size_t j = 0; j < width; ++j) acc[r][j] += ar * b[j];
     }
     a += kMr;
     b += kPanel;

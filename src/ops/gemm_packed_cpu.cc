@@ -2,6 +2,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 #include "core/error.h"
 #include "ops/activation.h"
 #include "ops/gemm_kernel.h"
@@ -20,43 +22,6 @@ constexpr std::size_t kSerialWork = 1u << 17;  // m·n·k below which threads co
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
-bool cpu_runs(const std::string& name) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (name == "avx512") return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  if (name == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-  return name == "generic";
-}
-
-std::vector<Kernel> runnable_kernels() {
-  std::vector<Kernel> out;
-  for (const Kernel& k : {gemm_kernel::avx512_kernel(), gemm_kernel::avx2_kernel(),
-                          gemm_kernel::generic_kernel()}) {
-    if (k.tile && cpu_runs(k.name)) out.push_back(k);
-  }
-  return out;  // fastest first; generic is always there
-}
-
-const Kernel& find_kernel(const std::string& name) {
-  static const std::vector<Kernel> kernels = runnable_kernels();
-  for (const Kernel& k : kernels)
-    if (name == k.name) return k;
-  std::string have;
-  for (const Kernel& k : kernels) have += std::string(have.empty() ? "" : ", ") + k.name;
-  throw make_error("gemm: kernel \"", name, "\" is not available on this CPU/build (available: ",
-                   have, ")");
-}
-
-const Kernel& default_kernel() {
-  static const Kernel& k = [] () -> const Kernel& {
-    const char* forced = std::getenv("IL_GEMM_KERNEL");
-    if (forced && *forced) return find_kernel(forced);
-    return find_kernel(runnable_kernels().front().name);
-  }();
-  return k;
-}
-
 // Rows [r0, r0 + rows) × depth [k0, k0 + kc) of x into micro-panels of mr rows, k-major, the
 // missing rows of the last micro-panel zero.
 void pack_rows(const PackedGemmArgs& a, std::size_t r0, std::size_t rows, std::size_t k0,
@@ -73,51 +38,57 @@ void pack_rows(const PackedGemmArgs& a, std::size_t r0, std::size_t rows, std::s
   }
 }
 
+// Work is cut into tasks of (row block) × (a run of column units). A unit is a 32-column panel,
+// or half of one when the batch is too short to give every thread whole panels: a small batch
+// is bound by streaming the weight, so it pays to spread that over all threads.
 struct Blocking {
   std::size_t kc;           // depth per pass
   std::size_t row_block;    // rows per task, a multiple of mr
-  std::size_t panels;       // panels per task
-  std::size_t row_tasks, panel_tasks;
+  std::size_t unit;         // columns per unit: kPanel or kPanel / 2
+  std::size_t units;        // units per task
+  std::size_t row_tasks, unit_tasks;
 };
 
-Blocking choose_blocking(std::size_t m, std::size_t n_panels, std::size_t k, std::size_t mr,
+Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
                          std::size_t threads) {
   Blocking b;
   const std::size_t passes = ceil_div(std::max<std::size_t>(k, 1), kDepthBlock);
   b.kc = ceil_div(std::max<std::size_t>(k, 1), passes);
   b.row_block = std::min(ceil_div(m, mr), ceil_div(kRowBlockTarget, mr)) * mr;
   b.row_tasks = ceil_div(m, b.row_block);
+  const bool short_batch = m <= 2 * mr || b.row_tasks * ceil_div(n, kPanel) < 2 * threads;
+  b.unit = threads > 1 && short_batch ? kPanel / 2 : kPanel;
+  const std::size_t all_units = ceil_div(n, b.unit);
   // Enough tasks for every thread to take a few (uneven ragged batches balance dynamically),
-  // but as many panels per task as that allows, so each packed A block serves many panels.
-  const std::size_t want = threads * 3;
-  const std::size_t per_row = ceil_div(want, b.row_tasks);
-  b.panels = std::clamp<std::size_t>(n_panels / std::max<std::size_t>(per_row, 1), 1,
-                                     kMaxPanelsPerTask);
-  b.panel_tasks = ceil_div(n_panels, b.panels);
+  // but as many units per task as that allows, so each packed A block serves many of them.
+  const std::size_t per_row = ceil_div(threads * 3, b.row_tasks);
+  b.units = std::clamp<std::size_t>(all_units / std::max<std::size_t>(per_row, 1), 1,
+                                    kMaxPanelsPerTask * kPanel / b.unit);
+  b.unit_tasks = ceil_div(all_units, b.units);
   return b;
 }
 
 void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, std::size_t task) {
   const PackedWeight& w = *a.w;
-  const std::size_t r0 = (task / blk.panel_tasks) * blk.row_block;
+  const std::size_t r0 = (task / blk.unit_tasks) * blk.row_block;
   const std::size_t rows = std::min(blk.row_block, a.m - r0);
-  const std::size_t p0 = (task % blk.panel_tasks) * blk.panels;
-  const std::size_t p1 = std::min(w.panels(), p0 + blk.panels);
+  const std::size_t col0 = (task % blk.unit_tasks) * blk.units * blk.unit;
+  const std::size_t col1 = std::min(w.n(), col0 + blk.units * blk.unit);
   const std::size_t mr = kern.mr;
 
   thread_local std::vector<float> packed_a;
   packed_a.resize(ceil_div(rows, mr) * mr * blk.kc);
 
-  for (std::size_t k0 = 0; k0 < w.k() || k0 == 0; k0 += blk.kc) {
-    const std::size_t kc = std::min(blk.kc, w.k() - k0);
+  const std::size_t depth = std::max<std::size_t>(w.k(), 1);
+  for (std::size_t k0 = 0; k0 < depth; k0 += blk.kc) {
+    const std::size_t kc = std::min(blk.kc, w.k() - std::min(k0, w.k()));
     pack_rows(a, r0, rows, k0, kc, mr, packed_a.data());
-    for (std::size_t p = p0; p < p1; ++p) {
-      const std::size_t c0 = p * kPanel;
+    for (std::size_t c0 = col0; c0 < col1; c0 += blk.unit) {
       gemm_kernel::Tile t;
-      t.b = w.panel(p) + k0 * kPanel;
+      t.b = w.panel(c0 / kPanel) + c0 % kPanel + k0 * kPanel;
       t.ldc = a.ldy;
       t.kc = kc;
-      t.cols = std::min(kPanel, w.n() - c0);
+      t.cols = std::min(blk.unit, w.n() - c0);
       t.init = a.bias ? a.bias + c0 : nullptr;
       t.accumulate = k0 > 0;
       for (std::size_t i0 = 0; i0 < rows; i0 += mr) {
@@ -127,12 +98,9 @@ void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, 
         kern.tile(t);
       }
     }
-    if (w.k() == 0) break;
   }
-  if (a.act != Activation::kNone) {
-    const std::size_t c0 = p0 * kPanel, c1 = std::min(w.n(), p1 * kPanel);
-    apply_activation_rows(a.act, a.y + r0 * a.ldy + c0, rows, c1 - c0, a.ldy);
-  }
+  if (a.act != Activation::kNone)
+    apply_activation_rows(a.act, a.y + r0 * a.ldy + col0, rows, col1 - col0, a.ldy);
 }
 
 void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
@@ -142,8 +110,8 @@ void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
   if (a.m == 0 || a.w->n() == 0) return;
   const std::size_t work = a.m * a.w->n() * std::max<std::size_t>(a.w->k(), 1);
   const std::size_t threads = work < kSerialWork ? 1 : pool.size();
-  const Blocking blk = choose_blocking(a.m, a.w->panels(), a.w->k(), kern.mr, threads);
-  const std::size_t tasks = blk.row_tasks * blk.panel_tasks;
+  const Blocking blk = choose_blocking(a.m, a.w->n(), a.w->k(), kern.mr, threads);
+  const std::size_t tasks = blk.row_tasks * blk.unit_tasks;
   if (threads == 1) {
     for (std::size_t t = 0; t < tasks; ++t) run_task(a, kern, blk, t);
     return;
@@ -158,9 +126,16 @@ void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
 PackedWeight::PackedWeight(const float* w, std::size_t n, std::size_t k)
     : n_(n), k_(k), panels_(ceil_div(n, kPanel)) {
   const std::size_t floats = std::max<std::size_t>(panels_ * k * kPanel, kPanel);
-  const std::size_t bytes = ceil_div(floats * sizeof(float), 64) * 64;
-  data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  // Large weights on 2 MB pages where the kernel allows it: streaming a weight that does not fit
+  // the caches otherwise takes a TLB miss every 4 KB.
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  const std::size_t align = floats * sizeof(float) >= 2 * kHugePage ? kHugePage : 64;
+  const std::size_t bytes = ceil_div(floats * sizeof(float), align) * align;
+  data_.reset(static_cast<float*>(std::aligned_alloc(align, bytes)));
   check(data_ != nullptr, "gemm: cannot allocate ", bytes, " bytes for a packed weight");
+#ifdef MADV_HUGEPAGE
+  if (align == kHugePage) madvise(data_.get(), bytes, MADV_HUGEPAGE);  // a hint; failure is fine
+#endif
   float* d = data_.get();
   for (std::size_t p = 0; p < panels_; ++p) {
     float* panel = d + p * k * kPanel;
@@ -176,18 +151,20 @@ PackedWeight::PackedWeight(const float* w, std::size_t n, std::size_t k)
   }
 }
 
-void gemm_packed_cpu(const PackedGemmArgs& a, ThreadPool& pool) { run(a, pool, default_kernel()); }
+void gemm_packed_cpu(const PackedGemmArgs& a, ThreadPool& pool) {
+  run(a, pool, gemm_kernel::default_kernel());
+}
 
 void gemm_packed_cpu(const PackedGemmArgs& a, ThreadPool& pool, const std::string& kernel) {
-  run(a, pool, find_kernel(kernel));
+  run(a, pool, gemm_kernel::kernel_named(kernel));
 }
 
 std::vector<std::string> gemm_packed_kernels() {
   std::vector<std::string> names;
-  for (const Kernel& k : runnable_kernels()) names.push_back(k.name);
+  for (const Kernel& k : gemm_kernel::runnable_kernels()) names.push_back(k.name);
   return names;
 }
 
-std::string gemm_packed_default_kernel() { return default_kernel().name; }
+std::string gemm_packed_default_kernel() { return gemm_kernel::default_kernel().name; }
 
 }  // namespace il::ops
