@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "text/regex.h"
+
 namespace il::text {
 namespace {
 
@@ -127,6 +129,46 @@ class Prepend final : public Normalizer {
   std::string prepend_;
 };
 
+// Replaces every match of a pattern by `content`. As in the library, the replacement characters
+// are attributed to the last character of the match they replace (so a token made of them maps
+// back onto the matched text), and the text between matches keeps its alignments.
+class Replace final : public Normalizer {
+ public:
+  explicit Replace(const JsonRef& j)
+      : regex_(pattern_from_json(j["pattern"])), content_(j["content"].as_string()) {}
+
+  void normalize(NormalizedString& s) const override {
+    thread_local std::vector<PatternPiece> pieces;
+    pieces.clear();
+    regex_.find_matches(s.text(), pieces);
+    bool any = false;
+    for (const PatternPiece& p : pieces) any = any || p.is_match;
+    if (!any || s.text().empty()) return;
+    // The piece bounds are read from the text before the rewriter replaces it.
+    thread_local std::vector<std::pair<std::size_t, bool>> runs;  // (characters, is_match)
+    runs.clear();
+    const std::string_view t = s.text();
+    for (const PatternPiece& p : pieces) {
+      runs.emplace_back(unicode::count_chars(t.substr(p.begin, p.end - p.begin)), p.is_match);
+    }
+    NormalizedString::Rewriter w(s);
+    for (const auto& [chars, is_match] : runs) {
+      if (!is_match) {
+        for (std::size_t k = 0; k < chars; ++k) w.keep();
+        continue;
+      }
+      w.skip(chars);
+      std::size_t i = 0;
+      while (i < content_.size()) w.insert(unicode::decode_utf8(content_, i));
+    }
+    w.finish();
+  }
+
+ private:
+  Regex regex_;
+  std::string content_;
+};
+
 class SequenceNormalizer final : public Normalizer {
  public:
   explicit SequenceNormalizer(const JsonRef& j) {
@@ -145,7 +187,8 @@ class SequenceNormalizer final : public Normalizer {
 
 std::unique_ptr<Normalizer> make_normalizer(const JsonRef& j) {
   const std::string t = j.type({"BertNormalizer", "Lowercase", "NFD", "NFKD", "NFC", "NFKC",
-                                "StripAccents", "Strip", "Prepend", "Sequence"});
+                                "StripAccents", "Strip", "Prepend", "Replace",
+                                "Sequence"});
   using Form = UnicodeForm::Form;
   if (t == "BertNormalizer") return std::make_unique<BertNormalizer>(j);
   if (t == "Lowercase") return std::make_unique<Lowercase>();
@@ -156,6 +199,7 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonRef& j) {
   if (t == "StripAccents") return std::make_unique<StripAccents>();
   if (t == "Strip") return std::make_unique<Strip>(j);
   if (t == "Prepend") return std::make_unique<Prepend>(j);
+  if (t == "Replace") return std::make_unique<Replace>(j);
   return std::make_unique<SequenceNormalizer>(j);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "text/normalized_string.h"
+#include "text/regex.h"
 
 namespace il::text {
 
@@ -55,6 +56,18 @@ class PreTokenizedString {
   template <typename Cut>
   void split_with(Cut cut);
 
+  // Splits every split that is not an added token by the pieces find(text, pieces) appends to a
+  // std::vector<PatternPiece> (consecutive ranges covering the split's text, matches flagged),
+  // treating the matches as `behavior` says (the library's NormalizedString::split).
+  template <typename Find>
+  void split_on_pattern(Find find, SplitBehavior behavior);
+
+  // Rewrites the text of every split that is not an added token (the library's
+  // PreTokenizedString::normalize): rewrite(text, alignments, out_text, out_alignments) appends
+  // the split's new text and one alignment per new byte. Splits left empty are dropped.
+  template <typename Rewrite>
+  void rewrite(Rewrite rewrite);
+
  private:
   struct Piece {
     uint32_t begin, end;
@@ -64,10 +77,11 @@ class PreTokenizedString {
   void split_by_matches(const Split& parent, std::span<const Piece> pieces,
                         SplitBehavior behavior);
 
-  std::string text_;
-  std::vector<Alignment> align_;
+  std::string text_, next_text_;
+  std::vector<Alignment> align_, next_align_;
   std::vector<Split> splits_, next_splits_;
   std::vector<Piece> pieces_;
+  std::vector<PatternPiece> pattern_pieces_;
   std::vector<std::pair<uint32_t, uint32_t>> ranges_;
 };
 
@@ -110,6 +124,46 @@ void PreTokenizedString::split_with(Cut cut) {
     cut(text(s), ranges_);
     for (const auto& [b, e] : ranges_) push_split(s, b, e);
   }
+  splits_.swap(next_splits_);
+}
+
+template <typename Find>
+void PreTokenizedString::split_on_pattern(Find find, SplitBehavior behavior) {
+  next_splits_.clear();
+  for (const Split& s : splits_) {
+    if (s.token_id >= 0) {
+      next_splits_.push_back(s);
+      continue;
+    }
+    pattern_pieces_.clear();
+    find(text(s), pattern_pieces_);
+    pieces_.clear();
+    for (const PatternPiece& p : pattern_pieces_) pieces_.push_back({p.begin, p.end, p.is_match});
+    split_by_matches(s, pieces_, behavior);
+  }
+  splits_.swap(next_splits_);
+}
+
+template <typename Rewrite>
+void PreTokenizedString::rewrite(Rewrite rewrite) {
+  next_text_.clear();
+  next_align_.clear();
+  next_splits_.clear();
+  for (const Split& s : splits_) {
+    Split n = s;
+    n.begin = static_cast<uint32_t>(next_text_.size());
+    if (s.token_id >= 0) {
+      next_text_.append(text_, s.begin, s.end - s.begin);
+      next_align_.insert(next_align_.end(), align_.begin() + s.begin, align_.begin() + s.end);
+    } else {
+      rewrite(text(s), std::span<const Alignment>(align_).subspan(s.begin, s.end - s.begin),
+              next_text_, next_align_);
+    }
+    n.end = static_cast<uint32_t>(next_text_.size());
+    if (n.end > n.begin) next_splits_.push_back(n);
+  }
+  text_.swap(next_text_);
+  align_.swap(next_align_);
   splits_.swap(next_splits_);
 }
 

@@ -2,6 +2,9 @@
 
 #include <vector>
 
+#include "text/byte_level.h"
+#include "text/regex.h"
+
 namespace il::text {
 namespace {
 
@@ -72,6 +75,33 @@ class Digits final : public PreTokenizer {
   bool individual_;
 };
 
+// Splits on a pattern (a string found literally, or a regex); `invert` makes the text between
+// the matches the delimiters instead.
+class Split final : public PreTokenizer {
+ public:
+  explicit Split(const JsonRef& j)
+      : regex_(pattern_from_json(j["pattern"])),
+        behavior_(parse_split_behavior(j["behavior"])),
+        invert_(j["invert"].as_bool()) {}
+
+  void pre_tokenize(PreTokenizedString& s) const override {
+    s.split_on_pattern(
+        [this](std::string_view text, std::vector<PatternPiece>& out) {
+          const std::size_t first = out.size();
+          regex_.find_matches(text, out);
+          if (invert_) {
+            for (std::size_t i = first; i < out.size(); ++i) out[i].is_match = !out[i].is_match;
+          }
+        },
+        behavior_);
+  }
+
+ private:
+  Regex regex_;
+  SplitBehavior behavior_;
+  bool invert_;
+};
+
 class SequencePreTokenizer final : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(const JsonRef& j) {
@@ -100,9 +130,11 @@ SplitBehavior parse_split_behavior(const JsonRef& j) {
 }
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonRef& j) {
-  const std::string t = j.type(
-      {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits", "Sequence"});
+  const std::string t = j.type({"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "Punctuation",
+                                "Digits", "ByteLevel", "Split", "Sequence"});
   if (t == "BertPreTokenizer") return std::make_unique<BertPreTokenizer>();
+  if (t == "ByteLevel") return byte_level::make_pre_tokenizer(j);
+  if (t == "Split") return std::make_unique<Split>(j);
   if (t == "Whitespace") return std::make_unique<Whitespace>();
   if (t == "WhitespaceSplit") return std::make_unique<WhitespaceSplit>();
   if (t == "Punctuation") return std::make_unique<Punctuation>(j);

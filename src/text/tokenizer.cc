@@ -155,7 +155,11 @@ Encoding Tokenizer::Impl::encode(std::string_view first, const std::string_view*
   // with thousands of random pairs; a single sequence is not cut short: its result would be the
   // same, but OnlySecond must still see that it is too long.)
   const std::size_t stop_at = options.truncate && second != nullptr ? options.max_length : 0;
-  encode_sequence(first, 0, 0, stop_at, options.direction, w, w.pre[0], w.seqs[0]);
+  // Except the first sequence under OnlySecond, which the library tokenizes whole: a pair whose
+  // second side is empty is then refused, not fitted (measured on the byte-level BPE files).
+  const std::size_t stop_first =
+      options.strategy == TruncationStrategy::kOnlySecond ? 0 : stop_at;
+  encode_sequence(first, 0, 0, stop_first, options.direction, w, w.pre[0], w.seqs[0]);
   if (second != nullptr) {
     encode_sequence(*second, 1, 1, stop_at, options.direction, w, w.pre[1], w.seqs[1]);
   }

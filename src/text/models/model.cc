@@ -1,5 +1,6 @@
 #include "text/models/model.h"
 
+#include "text/models/bpe.h"
 #include "text/models/wordpiece.h"
 
 namespace il::text {
@@ -12,9 +13,12 @@ std::unique_ptr<Model> make_model(const JsonRef& j) {
     if (j.find("max_input_chars_per_word") && !j.find("merges")) {
       return std::make_unique<WordPiece>(j);
     }
+    // ... and BPE the one with merges.
+    if (j.find("merges")) return std::make_unique<Bpe>(j);
     j["type"];  // reports the missing field
   }
-  j.type({"WordPiece"});
+  const std::string t = j.type({"WordPiece", "BPE"});
+  if (t == "BPE") return std::make_unique<Bpe>(j);
   return std::make_unique<WordPiece>(j);
 }
 

@@ -1,0 +1,3 @@
+"use strict";
+async function buildBpeVariants() { return {}; }
+module.exports = { buildBpeVariants };
