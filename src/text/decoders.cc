@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "text/byte_level.h"
+#include "text/metaspace.h"
 #include "text/regex.h"
 #include "text/unicode.h"
 
@@ -237,7 +238,7 @@ class SequenceDecoder final : public Decoder {
 
 std::unique_ptr<Decoder> make_decoder(const JsonRef& j) {
   const std::string t = j.type({"WordPiece", "ByteLevel", "ByteFallback", "Fuse", "Strip",
-                                "Replace", "BPEDecoder", "Sequence"});
+                                "Replace", "BPEDecoder", "Metaspace", "Sequence"});
   if (t == "WordPiece") return std::make_unique<WordPieceDecoder>(j);
   if (t == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
   if (t == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
@@ -245,6 +246,7 @@ std::unique_ptr<Decoder> make_decoder(const JsonRef& j) {
   if (t == "Strip") return std::make_unique<StripDecoder>(j);
   if (t == "Replace") return std::make_unique<ReplaceDecoder>(j);
   if (t == "BPEDecoder") return std::make_unique<BpeDecoder>(j);
+  if (t == "Metaspace") return make_metaspace_decoder(j);
   return std::make_unique<SequenceDecoder>(j);
 }
 

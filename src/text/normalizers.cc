@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "text/precompiled.h"
 #include "text/regex.h"
 
 namespace il::text {
@@ -187,7 +188,7 @@ class SequenceNormalizer final : public Normalizer {
 
 std::unique_ptr<Normalizer> make_normalizer(const JsonRef& j) {
   const std::string t = j.type({"BertNormalizer", "Lowercase", "NFD", "NFKD", "NFC", "NFKC",
-                                "StripAccents", "Strip", "Prepend", "Replace",
+                                "StripAccents", "Strip", "Prepend", "Replace", "Precompiled",
                                 "Sequence"});
   using Form = UnicodeForm::Form;
   if (t == "BertNormalizer") return std::make_unique<BertNormalizer>(j);
@@ -200,6 +201,7 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonRef& j) {
   if (t == "Strip") return std::make_unique<Strip>(j);
   if (t == "Prepend") return std::make_unique<Prepend>(j);
   if (t == "Replace") return std::make_unique<Replace>(j);
+  if (t == "Precompiled") return make_precompiled_normalizer(j);
   return std::make_unique<SequenceNormalizer>(j);
 }
 

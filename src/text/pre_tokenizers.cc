@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "text/byte_level.h"
+#include "text/metaspace.h"
 #include "text/regex.h"
 
 namespace il::text {
@@ -131,10 +132,11 @@ SplitBehavior parse_split_behavior(const JsonRef& j) {
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonRef& j) {
   const std::string t = j.type({"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "Punctuation",
-                                "Digits", "ByteLevel", "Split", "Sequence"});
+                                "Digits", "ByteLevel", "Split", "Metaspace", "Sequence"});
   if (t == "BertPreTokenizer") return std::make_unique<BertPreTokenizer>();
   if (t == "ByteLevel") return byte_level::make_pre_tokenizer(j);
   if (t == "Split") return std::make_unique<Split>(j);
+  if (t == "Metaspace") return make_metaspace_pre_tokenizer(j);
   if (t == "Whitespace") return std::make_unique<Whitespace>();
   if (t == "WhitespaceSplit") return std::make_unique<WhitespaceSplit>();
   if (t == "Punctuation") return std::make_unique<Punctuation>(j);

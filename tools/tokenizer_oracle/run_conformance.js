@@ -13,6 +13,7 @@ const { bertVocabTxt } = require("./bert_vocab");
 const { buildTokenizers } = require("./build_tokenizers");
 const { buildBpeVariants } = require("./bpe_variants");
 const { realTokenizers } = require("./real_tokenizers");
+const { convertSpmTokenizers } = require("./spm_convert");
 const { encodeFile, setTruncation } = require("./encode");
 
 async function main() {
@@ -35,6 +36,9 @@ async function main() {
   const real = realTokenizers(cacheDir);
   sets.push({ tokenizers: real, truncated: Object.keys(real) });
   sets.push({ tokenizers: await buildBpeVariants(real, tokDir), truncated: [] });
+  // SentencePiece Unigram models converted as transformers does (ALBERT and a 50k model).
+  const spm = convertSpmTokenizers(path.join(cacheDir, "sentencepiece"), tokDir);
+  sets.push({ tokenizers: spm, truncated: ["albert_30k", "spm_50k"] });
 
   const truncations = [null];
   for (const maxLength of [8, 16]) {

@@ -1,0 +1,167 @@
+#include "text/models/unigram.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "core/error.h"
+#include "text/unicode.h"
+
+namespace il::text {
+namespace {
+
+// The library scores an unknown character this far below the worst piece.
+constexpr double kUnknownPenalty = 10.0;
+
+std::string byte_piece(unsigned char b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+  return buf;
+}
+
+// One entry of vocab: ["piece", score]. Errors are built only on the (rare) failure path, so
+// reading 250k entries does not format 250k field paths.
+void read_entry(const JsonRef& vocab, std::size_t index, std::string& piece, double& score) {
+  const Json& e = vocab.value()[index];
+  if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_number()) {
+    piece = e[0].get_ref<const std::string&>();
+    score = e[1].get<double>();
+    return;
+  }
+  const JsonRef ref = vocab.at(index);
+  if (!e.is_array() || e.size() != 2) ref.fail("must be a [piece, score] pair");
+  ref.at(0).as_string();
+  ref.at(1).fail("must be a number (the piece's score)");
+}
+
+}  // namespace
+
+Unigram::Unigram(const JsonRef& j) {
+  j.expect_object();
+  const JsonRef vocab = j["vocab"];
+  const std::size_t n = vocab.size();
+  if (n > (std::size_t{1} << 26)) vocab.fail("has more than 2^26 pieces");
+  pieces_.resize(n);
+  scores_.resize(n);
+  double min_score = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < n; ++i) {
+    read_entry(vocab, i, pieces_[i], scores_[i]);
+    min_score = std::min(min_score, scores_[i]);
+    if (pieces_[i].empty()) empty_piece_id_ = static_cast<int32_t>(i);
+  }
+  unk_score_ = min_score - kUnknownPenalty;
+  if (const auto unk = j.find("unk_id")) {
+    unk_id_ = static_cast<int32_t>(unk->as_int(0, std::numeric_limits<int32_t>::max()));
+    // The library's checks, in its order.
+    if (n == 0) vocab.fail("is empty, but unk_id needs at least the unknown piece");
+    if (static_cast<std::size_t>(unk_id_) >= n) {
+      unk->fail("is " + std::to_string(unk_id_) + ", not an index into the " +
+                std::to_string(n) + " pieces of the vocabulary");
+    }
+  }
+  byte_fallback_ = j.get_bool("byte_fallback", false);
+  trie_.build(pieces_);
+  for (int b = 0; b < 256; ++b) {
+    byte_ids_[b] = trie_.find(byte_piece(static_cast<unsigned char>(b)));
+  }
+}
+
+std::optional<int32_t> Unigram::token_to_id(std::string_view token) const {
+  if (token.empty()) {
+    if (empty_piece_id_ >= 0) return empty_piece_id_;
+    return std::nullopt;
+  }
+  const int32_t id = trie_.find(token);
+  if (id < 0) return std::nullopt;
+  return id;
+}
+
+std::optional<std::string_view> Unigram::id_to_token(int32_t id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= pieces_.size()) return std::nullopt;
+  return std::string_view(pieces_[id]);
+}
+
+void Unigram::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
+  // best[e]: the best segmentation of word[0, e), through its last piece word[start, e).
+  struct Best {
+    double score;
+    int32_t start;  // -1: not reached yet
+    int32_t id;
+  };
+  thread_local std::vector<Best> best;
+  const std::size_t n = word.size();
+  best.assign(n + 1, Best{0.0, -1, -1});
+  std::size_t start = 0;
+  while (start < n) {
+    const double here = best[start].score;
+    const std::size_t char_len = unicode::utf8_length(static_cast<unsigned char>(word[start]));
+    bool covers_char = false;  // some piece is exactly this character
+    trie_.for_each_prefix(word.substr(start), [&](std::size_t len, int32_t id) {
+      Best& b = best[start + len];
+      const double score = scores_[id] + here;
+      // Ties keep the earlier candidate, as the library does.
+      if (b.start < 0 || score > b.score) b = {score, static_cast<int32_t>(start), id};
+      covers_char |= len == char_len;
+    });
+    if (!covers_char) {
+      Best& b = best[start + char_len];
+      const double score = unk_score_ + here;
+      if (b.start < 0 || score > b.score) {
+        if (unk_id_ < 0) {
+          throw make_error("Unigram: the character at byte ", start, " of \"", word,
+                           "\" is not in the vocabulary and the model has no unk_id");
+        }
+        b = {score, static_cast<int32_t>(start), unk_id_};
+      }
+    }
+    start += char_len;
+  }
+
+  // Walk back from the end; the pieces come out last first.
+  const std::size_t first = out.size();
+  auto end = static_cast<uint32_t>(n);
+  while (end > 0) {
+    const Best& b = best[end];
+    out.push_back({b.id, static_cast<uint32_t>(b.start), end});
+    end = static_cast<uint32_t>(b.start);
+  }
+  std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  if (unk_id_ < 0) return;
+
+  // Consecutive unknown pieces fuse into one (the library's fuse_unk, always on for Unigram).
+  thread_local std::vector<ModelToken> pieces;
+  pieces.assign(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  out.resize(first);
+  for (std::size_t i = 0; i < pieces.size();) {
+    if (pieces[i].id != unk_id_) {
+      out.push_back(pieces[i++]);
+      continue;
+    }
+    const uint32_t begin = pieces[i].begin;
+    while (i < pieces.size() && pieces[i].id == unk_id_) ++i;
+    push_unknown(word, begin, pieces[i - 1].end, out);
+  }
+}
+
+void Unigram::push_unknown(std::string_view word, uint32_t begin, uint32_t end,
+                           std::vector<ModelToken>& out) const {
+  // The library looks the fused text up again: it may itself be a piece.
+  const std::string_view text = word.substr(begin, end - begin);
+  if (const int32_t id = trie_.find(text); id >= 0) {
+    out.push_back({id, begin, end});
+    return;
+  }
+  if (byte_fallback_) {
+    const bool all_bytes = std::all_of(text.begin(), text.end(), [&](char c) {
+      return byte_ids_[static_cast<unsigned char>(c)] >= 0;
+    });
+    if (all_bytes) {
+      // Every byte token spans the whole unknown text, as in the library.
+      for (char c : text) out.push_back({byte_ids_[static_cast<unsigned char>(c)], begin, end});
+      return;
+    }
+  }
+  out.push_back({unk_id_, begin, end});
+}
+
+}  // namespace il::text
