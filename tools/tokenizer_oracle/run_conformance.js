@@ -14,6 +14,7 @@ const { buildTokenizers } = require("./build_tokenizers");
 const { buildBpeVariants } = require("./bpe_variants");
 const { realTokenizers } = require("./real_tokenizers");
 const { convertSpmTokenizers } = require("./spm_convert");
+const { buildSpmVariants } = require("./spm_variants");
 const { encodeFile, setTruncation } = require("./encode");
 
 async function main() {
@@ -39,6 +40,7 @@ async function main() {
   // SentencePiece Unigram models converted as transformers does (ALBERT and a 50k model).
   const spm = convertSpmTokenizers(path.join(cacheDir, "sentencepiece"), tokDir);
   sets.push({ tokenizers: spm, truncated: ["albert_30k", "spm_50k"] });
+  sets.push({ tokenizers: await buildSpmVariants(spm, tokDir), truncated: [] });
 
   const truncations = [null];
   for (const maxLength of [8, 16]) {

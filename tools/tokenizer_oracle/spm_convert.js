@@ -134,11 +134,14 @@ function template(single, pair, specials) {
                               : { SpecialToken: { id, type_id } };
   });
   const special_tokens = {};
-  for (const [token, id] of specials) special_tokens[token] = { id: token, ids: [id], tokens: [token] };
+  for (const [token, id] of specials) {
+    special_tokens[token] = { id: token, ids: [id], tokens: [token] };
+  }
   return { type: "TemplateProcessing", single: parse(single), pair: parse(pair), special_tokens };
 }
 
-function tokenizerJson({ added_tokens, normalizer, pre_tokenizer, post_processor, decoder, model }) {
+function tokenizerJson(parts) {
+  const { added_tokens, normalizer, pre_tokenizer, post_processor, decoder, model } = parts;
   return { version: "1.0", truncation: null, padding: null, added_tokens, normalizer,
            pre_tokenizer, post_processor, decoder, model };
 }

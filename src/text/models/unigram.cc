@@ -1,7 +1,10 @@
 #include "text/models/unigram.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "core/error.h"
@@ -19,13 +22,70 @@ std::string byte_piece(unsigned char b) {
   return buf;
 }
 
+// A score as the library reads it. serde_json (without its float_roundtrip feature) does not
+// round decimals correctly: it converts the digits to a u64, that to f64 (rounding once) and
+// divides by a power of ten (rounding again), so a 17-digit score can land one ulp away from the
+// nearest double. Viterbi ties between segmentations then fall the library's way only with its
+// exact values. The JSON text of a float is its shortest round-trip form (as JS, Python and
+// serde_json write it), which std::to_chars gives back from the correctly rounded value.
+double library_f64(const Json& v) {
+  if (v.is_number_unsigned()) return static_cast<double>(v.get<uint64_t>());
+  if (v.is_number_integer()) return static_cast<double>(v.get<int64_t>());
+  const double d = v.get<double>();
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  if (ec != std::errc()) return d;
+  const std::string_view text(buf, static_cast<std::size_t>(end - buf));
+  // Significand digits (as long as they fit a u64, as serde_json keeps them) and exponent.
+  std::size_t i = 0;
+  const bool negative = i < text.size() && text[i] == '-';
+  if (negative) ++i;
+  uint64_t significand = 0;
+  int exponent = 0;
+  bool full = false;
+  bool after_point = false;
+  for (; i < text.size() && text[i] != 'e'; ++i) {
+    if (text[i] == '.') {
+      after_point = true;
+      continue;
+    }
+    const auto digit = static_cast<uint64_t>(text[i] - '0');
+    if (full || significand > (std::numeric_limits<uint64_t>::max() - digit) / 10) {
+      full = true;  // further digits are dropped; in the integer part they still scale
+      if (!after_point) ++exponent;
+      continue;
+    }
+    significand = significand * 10 + digit;
+    if (after_point) --exponent;
+  }
+  if (i < text.size()) exponent += std::atoi(std::string(text.substr(i + 1)).c_str());
+  // serde_json's POW10 table: the correctly rounded doubles of 1e0 .. 1e308.
+  static const std::array<double, 309> pow10 = [] {
+    std::array<double, 309> t{};
+    for (int k = 0; k < 309; ++k) t[k] = std::strtod(("1e" + std::to_string(k)).c_str(), nullptr);
+    return t;
+  }();
+  double f = static_cast<double>(significand);
+  for (;;) {
+    const int magnitude = exponent < 0 ? -exponent : exponent;
+    if (magnitude < 309) {
+      f = exponent >= 0 ? f * pow10[magnitude] : f / pow10[magnitude];
+      break;
+    }
+    if (f == 0.0 || exponent >= 0) break;  // out-of-range values never reach here from JSON
+    f /= 1e308;
+    exponent += 308;
+  }
+  return negative ? -f : f;
+}
+
 // One entry of vocab: ["piece", score]. Errors are built only on the (rare) failure path, so
 // reading 250k entries does not format 250k field paths.
 void read_entry(const JsonRef& vocab, std::size_t index, std::string& piece, double& score) {
   const Json& e = vocab.value()[index];
   if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_number()) {
     piece = e[0].get_ref<const std::string&>();
-    score = e[1].get<double>();
+    score = library_f64(e[1]);
     return;
   }
   const JsonRef ref = vocab.at(index);
