@@ -56,6 +56,15 @@ const base = [
   "U.S.A. e.g. i.e. etc.", "<html><body>Hi</body></html>", "{\"json\": [1, 2, 3]}",
   "Tschüß, Grüße aus Köln!", "Ça va? Où est la gare?", "¿Dónde está el baño?", "Zürich, Genève, Bern",
   "São Paulo, Brasília", "Kraków – Gdańsk", "İzmir'de güzel bir gün", "Việt Nam xin chào",
+  // byte-level BPE files: their special tokens typed in text, contractions in any case (the
+  // split regexes are case-insensitive there), digit runs, whitespace runs and line breaks
+  "<|endoftext|>hello<|im_start|>user\nHi there<|im_end|>", "<bos><start_of_turn>user\nhi<end_of_turn>",
+  "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nok<|eot_id|>", "<EOT> <META> x",
+  " <mask> tail", "say hello world twice: hello world", "<s> </s> <unk> <pad> <0x41> ▁▁ ▁x",
+  "He'S I'LL we'Re you'VE it'D don'T ſ'ſ'ſ K'k", "'s 's's 'll've", "1234567890 12 123 1234 12345",
+  "٣٤٥ ١٢٣ ༣༤ ⅫⅩ", "a\n\n\nb", "a  \n  b", "trailing spaces   ", "\t\t tabbed \t", "x\r\n\r\ny",
+  "\n", "CamelCaseWordsHere and ALLCAPS and mIxEd", "ünïcödé".repeat(30),
+  "lorem ipsum dolor sit amet, consectetur adipiscing elit; ".repeat(9),
 ];
 
 const lines = [];
