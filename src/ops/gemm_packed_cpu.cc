@@ -59,44 +59,59 @@ Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_
   const bool short_batch = m <= 2 * mr || b.row_tasks * ceil_div(n, kPanel) < 2 * threads;
   b.unit = threads > 1 && short_batch ? kPanel / 2 : kPanel;
   const std::size_t all_units = ceil_div(n, b.unit);
-  // Enough tasks for every thread to take a few (uneven ragged batches balance dynamically),
-  // but as many units per task as that allows, so each packed A block serves many of them.
-  const std::size_t per_row = ceil_div(threads * 3, b.row_tasks);
-  b.units = std::clamp<std::size_t>(all_units / std::max<std::size_t>(per_row, 1), 1,
-                                    kMaxPanelsPerTask * kPanel / b.unit);
+  if (b.row_tasks == 1) {
+    // One task per thread with an equal share of the columns: measured on 16 cores, fewer and
+    // larger tasks beat dynamic balancing here (each task packs the rows of x once).
+    b.units = ceil_div(all_units, ceil_div(threads, b.row_tasks));
+  } else {
+    // Enough tasks for every thread to take a few (uneven ragged batches balance dynamically),
+    // but as many units per task as that allows, so each packed A block serves many of them.
+    const std::size_t per_row = ceil_div(threads * 3, b.row_tasks);
+    b.units = std::clamp<std::size_t>(all_units / std::max<std::size_t>(per_row, 1), 1,
+                                      kMaxPanelsPerTask * kPanel / b.unit);
+  }
   b.unit_tasks = ceil_div(all_units, b.units);
   return b;
 }
 
-void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, std::size_t task) {
+// `shared_a`: x already packed for every depth pass (the single-row-block case, packed once by
+// all threads instead of once per task), or null to pack this task's rows here.
+void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, std::size_t task,
+              const float* shared_a) {
   const PackedWeight& w = *a.w;
   const std::size_t r0 = (task / blk.unit_tasks) * blk.row_block;
   const std::size_t rows = std::min(blk.row_block, a.m - r0);
   const std::size_t col0 = (task % blk.unit_tasks) * blk.units * blk.unit;
   const std::size_t col1 = std::min(w.n(), col0 + blk.units * blk.unit);
   const std::size_t mr = kern.mr;
+  const std::size_t rows_pad = ceil_div(rows, mr) * mr;
 
   thread_local std::vector<float> packed_a;
-  packed_a.resize(ceil_div(rows, mr) * mr * blk.kc);
+  if (!shared_a) packed_a.resize(rows_pad * blk.kc);
 
   const std::size_t depth = std::max<std::size_t>(w.k(), 1);
   for (std::size_t k0 = 0; k0 < depth; k0 += blk.kc) {
     const std::size_t kc = std::min(blk.kc, w.k() - std::min(k0, w.k()));
-    pack_rows(a, r0, rows, k0, kc, mr, packed_a.data());
-    for (std::size_t c0 = col0; c0 < col1; c0 += blk.unit) {
+    const float* pa = shared_a ? shared_a + k0 * rows_pad : packed_a.data();
+    if (!shared_a) pack_rows(a, r0, rows, k0, kc, mr, packed_a.data());
+    // Whole panels where the task's columns allow, half panels at its edges.
+    for (std::size_t c0 = col0; c0 < col1;) {
+      const bool wide = c0 % kPanel == 0 && col1 - c0 > kPanel / 2;
+      const std::size_t width = wide ? kPanel : kPanel / 2;
       gemm_kernel::Tile t;
       t.b = w.panel(c0 / kPanel) + c0 % kPanel + k0 * kPanel;
       t.ldc = a.ldy;
       t.kc = kc;
-      t.cols = std::min(blk.unit, w.n() - c0);
+      t.cols = std::min(width, col1 - c0);
       t.init = a.bias ? a.bias + c0 : nullptr;
       t.accumulate = k0 > 0;
       for (std::size_t i0 = 0; i0 < rows; i0 += mr) {
-        t.a = packed_a.data() + (i0 / mr) * mr * kc;
+        t.a = pa + (i0 / mr) * mr * kc;
         t.c = a.y + (r0 + i0) * a.ldy + c0;
         t.rows = std::min(mr, rows - i0);
         kern.tile(t);
       }
+      c0 += width;
     }
   }
   if (a.act != Activation::kNone)
@@ -113,11 +128,31 @@ void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
   const Blocking blk = choose_blocking(a.m, a.w->n(), a.w->k(), kern.mr, threads);
   const std::size_t tasks = blk.row_tasks * blk.unit_tasks;
   if (threads == 1) {
-    for (std::size_t t = 0; t < tasks; ++t) run_task(a, kern, blk, t);
+    for (std::size_t t = 0; t < tasks; ++t) run_task(a, kern, blk, t, nullptr);
     return;
   }
+  // A short batch is one row block that every task would pack again: pack it once, together,
+  // as (depth pass, micro-panel) pieces laid out pass after pass.
+  const float* shared_a = nullptr;
+  thread_local std::vector<float> shared;
+  if (blk.row_tasks == 1 && tasks > 1) {
+    const std::size_t mr = kern.mr, rows_pad = ceil_div(a.m, mr) * mr, k = a.w->k();
+    const std::size_t passes = ceil_div(std::max<std::size_t>(k, 1), blk.kc);
+    const std::size_t panels = rows_pad / mr;
+    shared.resize(rows_pad * std::max<std::size_t>(k, 1));
+    float* dst = shared.data();  // a thread_local named inside the lambda would be the worker's
+    pool.parallel_for(passes * panels, 1, [&](std::size_t p0, std::size_t p1) {
+      for (std::size_t p = p0; p < p1; ++p) {
+        const std::size_t k0 = (p / panels) * blk.kc, i0 = (p % panels) * mr;
+        const std::size_t kc = std::min(blk.kc, k - std::min(k0, k));
+        pack_rows(a, i0, std::min(mr, a.m - i0), k0, kc, mr,
+                  dst + k0 * rows_pad + i0 * kc);
+      }
+    });
+    shared_a = dst;
+  }
   pool.parallel_for(tasks, 1, [&](std::size_t t0, std::size_t t1) {
-    for (std::size_t t = t0; t < t1; ++t) run_task(a, kern, blk, t);
+    for (std::size_t t = t0; t < t1; ++t) run_task(a, kern, blk, t, shared_a);
   });
 }
 

@@ -9,8 +9,8 @@ namespace il::ops {
 void layernorm_cpu(const LayerNormArgs& a, ThreadPool& pool) {
   check(a.x && a.w && a.out, "layernorm: null operand");
   check(a.cols > 0, "layernorm: zero columns");
-  // At least ~64K values per chunk: waking the pool costs more than normalising fewer.
-  const std::size_t grain = std::max<std::size_t>(1, 65536 / a.cols);
+  // At least ~16K values per chunk: waking the pool costs more than normalising fewer.
+  const std::size_t grain = std::max<std::size_t>(1, 16384 / a.cols);
   pool.parallel_for(a.rows, grain, [&](std::size_t r0, std::size_t r1) {
     std::vector<float> v(a.cols);
     for (std::size_t r = r0; r < r1; ++r) {
