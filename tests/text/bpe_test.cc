@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -147,6 +148,34 @@ TEST(Bpe, ModelTypeAndVocabulary) {
   EXPECT_EQ(t.vocab_size(), 3u);
   EXPECT_EQ(t.token_to_id("ab"), 2);
   EXPECT_EQ(t.id_to_token(1), "b");
+}
+
+TEST(Bpe, EncodingIsThreadSafe) {
+  // A regex split and a byte-level mapping in front of the model: every piece with per-thread
+  // scratch space runs on four threads at once and must give the sequential results.
+  json doc = bpe_doc({"a", "b", "ab", "\u0120", "\u0120a", "\u0120ab", "c"},
+                     {"a b", "\u0120 a", "\u0120a b"});
+  doc["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
+  const auto t = testing::load(doc);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 64; ++i) {
+    std::string s;
+    for (int k = 0; k <= i % 9; ++k) s += (k + i) % 3 == 0 ? "ab " : (k + i) % 3 == 1 ? "a" : "cab";
+    texts.push_back(s);
+  }
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& s : texts) want.push_back(t.encode(s).ids);
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 4; ++w) {
+    threads.emplace_back([&, w] {
+      for (int round = 0; round < 50; ++round) {
+        for (std::size_t i = 0; i < texts.size(); ++i) bad[w] += t.encode(texts[i]).ids != want[i];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad, (std::vector<int>{0, 0, 0, 0}));
 }
 
 TEST(BpeErrors, MalformedMergesNameTheField) {

@@ -169,7 +169,8 @@ int32_t Bpe::unk_id(std::string_view word) const {
   // Like the library, a missing unknown token fails the encode that needs it, not the load.
   if (!unk_id_) {
     throw make_error("BPE: the unknown token \"", *unk_token_,
-                     "\" is not in the vocabulary, but the word \"", word, "\" needs it");
+                     "\" is not in the vocabulary, but a word of ", word.size(),
+                     " bytes has a character without a token");
   }
   return *unk_id_;
 }
