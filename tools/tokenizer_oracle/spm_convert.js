@@ -111,9 +111,12 @@ function unigramModel(model, scoreOf = (p) => p.score) {
            vocab: model.pieces.map((p) => [p.piece, scoreOf(p)]), byte_fallback: false };
 }
 
+// The converters leave the Precompiled normalizer out when the model has no charsmap (the library
+// cannot load an empty one).
 function precompiled(model) {
-  return { type: "Precompiled",
-           precompiled_charsmap: model.normalizer_spec.precompiled_charsmap.toString("base64") };
+  const charsmap = model.normalizer_spec.precompiled_charsmap;
+  if (charsmap.length === 0) return [];
+  return [{ type: "Precompiled", precompiled_charsmap: charsmap.toString("base64") }];
 }
 
 function replace(pattern, content, regex = false) {
@@ -173,7 +176,7 @@ const CONVERTERS = {
     added_tokens: spmAddedTokens(model, ALBERT_SPECIALS, ALBERT_OPTIONS),
     normalizer: { type: "Sequence", normalizers: [
       replace("``", "\""), replace("''", "\""), { type: "NFKD" }, { type: "StripAccents" },
-      { type: "Lowercase" }, precompiled(model), replace(" {2,}", " ", true)] },
+      { type: "Lowercase" }, ...precompiled(model), replace(" {2,}", " ", true)] },
     pre_tokenizer: metaspace("always"),
     post_processor: albertTemplate(model),
     decoder: metaspace("always"),
@@ -183,7 +186,7 @@ const CONVERTERS = {
     added_tokens: spmAddedTokens(model, ALBERT_SPECIALS, ALBERT_OPTIONS),
     normalizer: { type: "Sequence", normalizers: [
       replace("``", "\""), replace("''", "\""), { type: "NFKD" }, { type: "StripAccents" },
-      { type: "Lowercase" }, precompiled(model)] },
+      { type: "Lowercase" }, ...precompiled(model)] },
     pre_tokenizer: { type: "Sequence", pretokenizers: [
       { type: "WhitespaceSplit" }, metaspace("always")] },
     post_processor: albertTemplate(model),
@@ -193,7 +196,7 @@ const CONVERTERS = {
   spm_50k: ["smart_b64", (model) => tokenizerJson({
     added_tokens: spmAddedTokens(model, ["<unk>"]),
     normalizer: { type: "Sequence", normalizers: [
-      precompiled(model), { type: "Strip", strip_left: false, strip_right: true },
+      ...precompiled(model), { type: "Strip", strip_left: false, strip_right: true },
       replace(" {2,}", SPIECE_UNDERLINE, true)] },
     pre_tokenizer: metaspace("first"),
     post_processor: template("<s> $A </s>", "<s> $A </s> </s> $B </s>",

@@ -168,8 +168,13 @@ void Unigram::tokenize(std::string_view word, std::vector<ModelToken>& out) cons
       const double score = unk_score_ + here;
       if (b.start < 0 || score > b.score) {
         if (unk_id_ < 0) {
-          throw make_error("Unigram: the character at byte ", start, " of \"", word,
-                           "\" is not in the vocabulary and the model has no unk_id");
+          // The library fails the encode here too ("unk_id is missing").
+          std::size_t at = start;
+          const char32_t c = unicode::decode_utf8(word, at);
+          char code[16];
+          std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
+          throw make_error("Unigram: the character ", code,
+                           " is not in the vocabulary and the model has no unk_id");
         }
         b = {score, static_cast<int32_t>(start), unk_id_};
       }
