@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libopenblas-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev
+  nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev
   libcpp-httplib-dev libgtest-dev
 )
 missing=()
