@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -34,8 +35,27 @@ struct TokenizeArgs {
   text::TruncationDirection direction = text::TruncationDirection::kRight;
   text::TruncationStrategy strategy = text::TruncationStrategy::kLongestFirst;
   bool tokens = false;
+  bool offsets_in_chars = false;  // code points instead of UTF-8 bytes
   bool no_progress = false;
 };
+
+// Byte offset -> code point index in `text` (offsets always fall on character boundaries).
+uint32_t char_index(std::string_view text, uint32_t byte) {
+  uint32_t chars = 0;
+  for (uint32_t i = 0; i < byte && i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++chars;
+  return chars;
+}
+
+// Offsets as code point ranges into each token's own text (what the Python and Node bindings
+// report), for comparing with tools that count characters.
+void offsets_to_chars(text::Encoding& e, std::string_view first, std::string_view second) {
+  for (std::size_t i = 0; i < e.offsets.size(); ++i) {
+    if (e.sequence_ids[i] < 0) continue;  // added special tokens stay [0, 0]
+    const std::string_view t = e.sequence_ids[i] == 1 ? second : first;
+    e.offsets[i] = {char_index(t, e.offsets[i].first), char_index(t, e.offsets[i].second)};
+  }
+}
 
 // A folder holding tokenizer.json, or the tokenizer.json file itself.
 text::Tokenizer load_tokenizer(const std::string& model) {
@@ -106,7 +126,9 @@ void run_tokenize(const TokenizeArgs& a) {
         if (has_key(r.json, "add_special_tokens")) o.add_special_tokens = get_bool(r.json, "add_special_tokens", r.where);
       }
       try {
-        write_encoding(pair ? tok.encode_pair(text, *pair, o) : tok.encode(text, o), tok, a.tokens, out);
+        text::Encoding e = pair ? tok.encode_pair(text, *pair, o) : tok.encode(text, o);
+        if (a.offsets_in_chars) offsets_to_chars(e, text, pair ? std::string_view(*pair) : std::string_view());
+        write_encoding(e, tok, a.tokens, out);
       } catch (const Error& e) {
         throw input_error(r.where, e.what());  // invalid UTF-8, a pair too long to truncate
       }
@@ -135,7 +157,8 @@ Command add_tokenize_command(CLI::App& app) {
       "  (jsonl format; pair and add_special_tokens are optional and override the options).\n"
       "Output, one line per input: {\"ids\": [...], \"type_ids\": [...], \"offsets\": [[b, e], ...]}\n"
       "  offsets are UTF-8 byte ranges into the token's own text (the text or the pair), [0, 0]\n"
-      "  for added special tokens; --tokens adds \"tokens\": [...] (the vocabulary strings).\n"
+      "  for added special tokens (--offsets chars: code point ranges instead); --tokens adds\n"
+      "  \"tokens\": [...] (the vocabulary strings).\n"
       "Truncation: none unless --max-length is given (the model's own limit is not applied here;\n"
       "  embed and rerank apply it).");
   cmd->add_option("-m,--model", a->model, "Model folder holding tokenizer.json, or a tokenizer.json file")->required();
@@ -165,6 +188,14 @@ Command add_tokenize_command(CLI::App& app) {
       ->transform(CLI::IsMember(strategies, CLI::ignore_case))
       ->type_name("STRATEGY");
   cmd->add_flag("--tokens", a->tokens, "Also write the token strings (\"tokens\": [...])");
+  cmd->add_option_function<std::string>(
+         "--offsets",
+         [a](const std::string& v) {
+           if (v != "bytes" && v != "chars") throw CLI::ValidationError("--offsets", "must be bytes or chars");
+           a->offsets_in_chars = v == "chars";
+         },
+         "Offset units: bytes (UTF-8, the default) or chars (code points)")
+      ->type_name("bytes|chars");
   cmd->add_flag("--no-progress", a->no_progress, "Never draw the progress line on stderr");
   return {cmd, [a] { run_tokenize(*a); }};
 }

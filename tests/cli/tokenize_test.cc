@@ -108,6 +108,41 @@ TEST_P(TokenizeTest, OptionsAndPerLineOverrides) {
   EXPECT_EQ(pair[0]["offsets"].size(), 12u);
 }
 
+// Code point offsets: every byte range maps to the characters it covers, in the token's own
+// text (the pair's for second-sequence tokens); special tokens stay [0, 0].
+TEST_P(TokenizeTest, OffsetsInCharacters) {
+  const std::string text = "naïve café — 東京 ok", pair = "ünïcode ✓ pair";
+  const std::string in = tmp_.write("chars.jsonl", {json{{"text", text}, {"pair", pair}}.dump()});
+  const auto bytes = outputs(tokenize({"-i", in}));
+  const auto chars = outputs(tokenize({"-i", in, "--offsets", "chars"}));
+  ASSERT_EQ(bytes.size(), 1u);
+  ASSERT_EQ(chars.size(), 1u);
+  ASSERT_EQ(bytes[0]["offsets"].size(), chars[0]["offsets"].size());
+  auto to_chars = [](const std::string& s, std::size_t byte) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < byte; ++i) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    return n;
+  };
+  // The pair's tokens follow the first special token that comes after a text token (type ids
+  // cannot tell: RoBERTa-style models give the pair type 0 too).
+  bool saw_multibyte = false, saw_text = false, in_pair = false;
+  for (std::size_t i = 0; i < bytes[0]["offsets"].size(); ++i) {
+    const std::size_t b0 = bytes[0]["offsets"][i][0], b1 = bytes[0]["offsets"][i][1];
+    if (b1 == 0) {
+      in_pair = in_pair || saw_text;
+      continue;
+    }
+    saw_text = true;
+    const std::string& src = in_pair ? pair : text;
+    EXPECT_EQ(chars[0]["offsets"][i][0].get<std::size_t>(), to_chars(src, b0)) << i;
+    EXPECT_EQ(chars[0]["offsets"][i][1].get<std::size_t>(), to_chars(src, b1)) << i;
+    saw_multibyte = saw_multibyte || (b1 - b0) > (to_chars(src, b1) - to_chars(src, b0));
+  }
+  EXPECT_TRUE(saw_multibyte) << "the case must contain multi-byte characters inside tokens";
+  EXPECT_TRUE(in_pair) << "the case must reach the pair's tokens";
+  EXPECT_NE(tokenize({"--offsets", "words", "x"}).status, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizeTest, ::testing::Values("bert-mean", "bert-cls", "bert-ce", "xlmr-ce", "jina-ce"),
                          [](const auto& info) {
                            std::string s = info.param;
