@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "core/error.h"
 #include "text/unicode.h"
@@ -63,6 +64,57 @@ const Bpe::Merge* Bpe::MergeTable::find(int32_t left, int32_t right) const {
   }
 }
 
+// ---- TokenIndex ----
+
+namespace {
+
+uint64_t hash_token(std::string_view s) { return std::hash<std::string_view>{}(s); }
+
+}  // namespace
+
+void Bpe::TokenIndex::build(const JsonRef& vocab_json, const Vocab& vocab) {
+  vocab_ = &vocab;
+  const std::size_t n = vocab.size();
+  std::size_t cap = 16;
+  shift_ = 60;
+  while (cap < 2 * n) {
+    cap *= 2;
+    --shift_;
+  }
+  slots_.assign(cap, Slot{0, -1});
+  complete_ = true;
+  const std::size_t mask = cap - 1;
+  for (const auto& [token, id_json] : vocab_json.value().items()) {
+    const auto id = id_json.get<int32_t>();  // range-checked by Vocab::load
+    // The slot's string is read back through the vocabulary's reverse table, which holds one
+    // token per id.
+    if (vocab.token(id) != std::string_view(token)) {
+      complete_ = false;
+      slots_.clear();
+      return;
+    }
+    const uint64_t h = hash_token(token);
+    for (std::size_t s = (h * 0x9E3779B97F4A7C15ull) >> shift_;; s = (s + 1) & mask) {
+      if (slots_[s].id < 0) {
+        slots_[s] = {static_cast<uint32_t>(h >> 32), id};
+        break;
+      }
+    }
+  }
+}
+
+int32_t Bpe::TokenIndex::find(std::string_view token) const {
+  if (!complete_) return vocab_->find(token).value_or(-1);
+  const uint64_t h = hash_token(token);
+  const auto tag = static_cast<uint32_t>(h >> 32);
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t s = (h * 0x9E3779B97F4A7C15ull) >> shift_;; s = (s + 1) & mask) {
+    const Slot& slot = slots_[s];
+    if (slot.id < 0) return -1;
+    if (slot.tag == tag && *vocab_->token(slot.id) == token) return slot.id;
+  }
+}
+
 // ---- loading ----
 
 Bpe::Bpe(const JsonRef& j) {
@@ -82,11 +134,12 @@ Bpe::Bpe(const JsonRef& j) {
   ignore_merges_ = j.get_bool("ignore_merges", false);
 
   vocab_.load(j["vocab"]);
+  index_.build(j["vocab"], vocab_);
   if (unk_token_) unk_id_ = vocab_.find(*unk_token_);
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", b);
-    byte_ids_[b] = vocab_.find(name).value_or(-1);
+    byte_ids_[b] = index_.find(name);
   }
   if (prefix_.empty() && suffix_.empty()) {
     small_char_ids_.assign(0x800, -1);
@@ -94,7 +147,7 @@ Bpe::Bpe(const JsonRef& j) {
     for (char32_t c = 0; c < 0x800; ++c) {
       ch.clear();
       unicode::append_utf8(ch, c);
-      small_char_ids_[c] = vocab_.find(ch).value_or(-1);
+      small_char_ids_[c] = index_.find(ch);
     }
   }
   load_merges(j["merges"]);
@@ -126,10 +179,10 @@ void Bpe::load_merges(const JsonRef& merges) {
     } else {
       merges.at(i).fail("must be a string \"a b\" or a pair [\"a\", \"b\"]");
     }
-    const auto a_id = vocab_.find(a);
-    const auto b_id = vocab_.find(b);
-    if (!a_id || !b_id) {
-      merges.at(i).fail("uses the token \"" + std::string(a_id ? b : a) +
+    const int32_t a_id = index_.find(a);
+    const int32_t b_id = index_.find(b);
+    if (a_id < 0 || b_id < 0) {
+      merges.at(i).fail("uses the token \"" + std::string(a_id >= 0 ? b : a) +
                         "\", which is not in model.vocab");
     }
     // The merged token drops the right side's continuing-subword prefix.
@@ -138,11 +191,11 @@ void Bpe::load_merges(const JsonRef& merges) {
     }
     merged.assign(a);
     merged.append(b.substr(prefix_.size()));
-    const auto new_id = vocab_.find(merged);
-    if (!new_id) {
+    const int32_t new_id = index_.find(merged);
+    if (new_id < 0) {
       merges.at(i).fail("makes the token \"" + merged + "\", which is not in model.vocab");
     }
-    merges_.insert(*a_id, *b_id, Merge{rank++, *new_id});
+    merges_.insert(a_id, b_id, Merge{rank++, new_id});
   }
 }
 
@@ -156,13 +209,13 @@ int32_t Bpe::char_id(std::string_view ch, bool first, bool last, std::string& sc
       const char32_t c = unicode::decode_utf8(ch, i);
       if (c < small_char_ids_.size()) return small_char_ids_[c];
     }
-    return vocab_.find(ch).value_or(-1);
+    return index_.find(ch);
   }
   scratch.clear();
   if (!first) scratch += prefix_;
   scratch += ch;
   if (last) scratch += suffix_;
-  return vocab_.find(scratch).value_or(-1);
+  return index_.find(scratch);
 }
 
 int32_t Bpe::unk_id(std::string_view word) const {
@@ -284,8 +337,8 @@ void Bpe::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
   if (word.empty()) return;
   const auto n = static_cast<uint32_t>(word.size());
   if (ignore_merges_) {
-    if (const auto id = vocab_.find(word)) {
-      out.push_back({*id, 0, n});
+    if (const int32_t id = index_.find(word); id >= 0) {
+      out.push_back({id, 0, n});
       return;
     }
   }
