@@ -1,7 +1,10 @@
 // `inferencelayer tokenize`: the folder's tokenizer.json alone (no weights are loaded), one JSONL
 // line per input: {"ids": [...], "type_ids": [...], "offsets": [[begin, end], ...]} with offsets
 // as UTF-8 byte ranges into the token's own text ([0, 0] for added special tokens).
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +39,7 @@ struct TokenizeArgs {
   text::TruncationStrategy strategy = text::TruncationStrategy::kLongestFirst;
   bool tokens = false;
   bool offsets_in_chars = false;  // code points instead of UTF-8 bytes
+  bool bench = false;
   bool no_progress = false;
 };
 
@@ -92,14 +96,46 @@ void write_encoding(const text::Encoding& e, const text::Tokenizer& tok, bool wi
   out.end_line();
 }
 
+// --bench: every line of a text file encoded on this thread, timed, nothing written but one JSON
+// line of figures (bench/tokenizer_speed.sh compares it with the reference library's).
+void run_tokenize_bench(const TokenizeArgs& a, const text::Tokenizer& tok,
+                        const text::EncodeOptions& options, double load_ms) {
+  if (a.input.empty() || a.input == "-") throw UsageError("--bench needs --input FILE (one text per line)");
+  std::ifstream in(a.input, std::ios::binary);
+  if (!in) throw UsageError("cannot read " + a.input);
+  std::vector<std::string> lines;
+  std::size_t bytes = 0;
+  for (std::string line; std::getline(in, line);) {
+    bytes += line.size() + 1;
+    lines.push_back(std::move(line));
+  }
+  std::size_t tokens = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    try {
+      tokens += tok.encode(lines[i], options).ids.size();
+    } catch (const Error& e) {
+      throw input_error("line " + std::to_string(i + 1), e.what());
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("{\"impl\":\"inferencelayer\",\"lines\":%zu,\"bytes\":%zu,\"tokens\":%zu,"
+              "\"seconds\":%.4f,\"tokens_per_s\":%.0f,\"mb_per_s\":%.2f,\"load_ms\":%.1f}\n",
+              lines.size(), bytes, tokens, s, tokens / s, bytes / s / 1e6, load_ms);
+}
+
 void run_tokenize(const TokenizeArgs& a) {
   if (!a.texts.empty() && !a.input.empty()) throw UsageError("give texts as arguments or --input, not both");
+  const auto load_start = std::chrono::steady_clock::now();
   const text::Tokenizer tok = load_tokenizer(a.model);
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
   text::EncodeOptions base;
   base.add_special_tokens = !a.no_special_tokens;
   base.max_length = a.max_length;
   base.direction = a.direction;
   base.strategy = a.strategy;
+  if (a.bench) return run_tokenize_bench(a, tok, base, load_ms);
 
   RecordSource src = a.texts.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format)
                                      : RecordSource::from_texts(a.texts);
@@ -196,6 +232,8 @@ Command add_tokenize_command(CLI::App& app) {
          },
          "Offset units: bytes (UTF-8, the default) or chars (code points)")
       ->type_name("bytes|chars");
+  cmd->add_flag("--bench", a->bench,
+                "Time encoding every line of --input on one thread and print tokens/s (no output)");
   cmd->add_flag("--no-progress", a->no_progress, "Never draw the progress line on stderr");
   return {cmd, [a] { run_tokenize(*a); }};
 }
