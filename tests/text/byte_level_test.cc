@@ -262,13 +262,13 @@ TEST(Decoders, StripFuseReplaceAndBpeDecoder) {
   EXPECT_EQ(decode(strip, {"Hey", " friend!", "HHH"}), "ey friend!HH");
   const json strip_end = {{"type", "Strip"}, {"content", "y"}, {"start", 0}, {"stop", 1}};
   EXPECT_EQ(decode(strip_end, {"Hey", " friend!"}), "He friend!");
-  const json llama = {{"type", "Sequence"},
-                      {"decoders",
-                       {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
-                        {{"type", "ByteFallback"}},
-                        {{"type", "Fuse"}},
-                        {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
-  EXPECT_EQ(decode(llama, {"\u2581Hello", "\u2581w", "<0xC3>", "<0xB6>", "rld"}), "Hello w\u00f6rld");
+  const json replace = {{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}};
+  const json strip_start = {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}};
+  const json llama = {
+      {"type", "Sequence"},
+      {"decoders", {replace, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}, strip_start}}};
+  EXPECT_EQ(decode(llama, {"\u2581Hello", "\u2581w", "<0xC3>", "<0xB6>", "rld"}),
+            "Hello w\u00f6rld");
   const json bpe = {{"type", "BPEDecoder"}, {"suffix", "</w>"}};
   EXPECT_EQ(decode(bpe, {"hel", "lo</w>", "x</w>"}), "hello x");
   const json regex = {{"type", "Replace"}, {"pattern", {{"Regex", "\\s+"}}}, {"content", "_"}};

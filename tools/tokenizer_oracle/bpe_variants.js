@@ -153,8 +153,8 @@ const VARIANTS = {
       model: claude.model,
     };
   },
-  // Inverted patterns, a pattern of empty matches (before capitals), a Replace regex with lookahead, prefix
-  // spaces on every split; Replace and Strip in the decoder.
+  // Inverted patterns, a pattern of empty matches (before capitals), a Replace regex with
+  // lookahead, prefix spaces on every split; Replace and Strip in the decoder.
   split_inverted(claude) {
     return {
       added_tokens: claude.added_tokens,
@@ -212,7 +212,8 @@ const VARIANTS = {
         { type: "Replace", pattern: { String: " " }, content: "\u2581" }] },
       post_processor: {
         type: "TemplateProcessing",
-        single: [{ SpecialToken: { id: "<s>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }],
+        single: [{ SpecialToken: { id: "<s>", type_id: 0 } },
+                 { Sequence: { id: "A", type_id: 0 } }],
         pair: [{ SpecialToken: { id: "<s>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } },
                { SpecialToken: { id: "<s>", type_id: 1 } }, { Sequence: { id: "B", type_id: 1 } }],
         special_tokens: { "<s>": { id: "<s>", ids: [1], tokens: ["<s>"] } },

@@ -315,7 +315,9 @@ void Bpe::merge_all(std::vector<Symbol>& symbols) const {
     left.id = top.new_id;
     left.len += right.len;
     left.next = right.next;
-    if (right.next >= 0) symbols[static_cast<std::size_t>(right.next)].prev = static_cast<int32_t>(top.pos);
+    if (right.next >= 0) {
+      symbols[static_cast<std::size_t>(right.next)].prev = static_cast<int32_t>(top.pos);
+    }
     if (left.prev >= 0) {
       const Symbol& p = symbols[static_cast<std::size_t>(left.prev)];
       if (const Merge* m = merges_.find(p.id, left.id)) {
