@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -56,6 +57,24 @@ struct ModelInfo {
   std::string default_prompt_name;
 };
 
+// Per-request tokenization choices (the server's truncate / truncation_direction /
+// add_special_tokens fields).
+struct TokenizeOptions {
+  bool truncate = true;
+  bool truncate_left = false;  // cut tokens from the start of the text instead of its end
+  bool add_special_tokens = true;
+};
+
+// One token with its UTF-8 byte span in the text; special tokens added by the post-processor
+// have no span.
+struct TokenDetail {
+  int32_t id = 0;
+  std::string text;  // the covered text, or the token string for a special token
+  bool special = false;
+  std::size_t start = 0;
+  std::size_t stop = 0;
+};
+
 struct EmbedOptions {
   std::optional<bool> normalize;         // default: the folder's Normalize module
   std::optional<PoolingMode> pooling;    // default: the folder's pooling config
@@ -75,6 +94,15 @@ class Engine {
   virtual TokenInput tokenize(std::string_view text, bool truncate = true) const = 0;
   virtual TokenInput tokenize_pair(std::string_view first, std::string_view second,
                                    bool truncate = true) const = 0;
+
+  // The same with request options; token_details adds each token's text and span.
+  virtual TokenInput tokenize_with(std::string_view text, const TokenizeOptions& options) const;
+  virtual TokenInput tokenize_pair_with(std::string_view first, std::string_view second,
+                                        const TokenizeOptions& options) const;
+  virtual std::vector<TokenDetail> token_details(std::string_view text,
+                                                 const TokenizeOptions& options) const;
+  // Token ids back to text with the folder's decoder.
+  virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
 
   // Pooled (and by default normalised) embeddings, one row per input.
   virtual Matrix embed(const std::vector<TokenInput>& inputs, const EmbedOptions& options) = 0;

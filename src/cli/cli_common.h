@@ -44,6 +44,7 @@ Command add_rerank_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 // Options every model-running subcommand takes.
 struct EngineArgs {

@@ -43,6 +43,38 @@ class LocalEngine final : public Engine {
     return to_input(tokenizer().encode_pair(first, second, encode_options(truncate)));
   }
 
+  TokenInput tokenize_with(std::string_view text, const TokenizeOptions& options) const override {
+    return to_input(tokenizer().encode(text, encode_options(options)));
+  }
+
+  TokenInput tokenize_pair_with(std::string_view first, std::string_view second,
+                                const TokenizeOptions& options) const override {
+    return to_input(tokenizer().encode_pair(first, second, encode_options(options)));
+  }
+
+  std::vector<TokenDetail> token_details(std::string_view text,
+                                         const TokenizeOptions& options) const override {
+    const text::Encoding e = tokenizer().encode(text, encode_options(options));
+    std::vector<TokenDetail> out(e.ids.size());
+    for (std::size_t i = 0; i < e.ids.size(); ++i) {
+      TokenDetail& d = out[i];
+      d.id = e.ids[i];
+      d.special = i < e.special_tokens_mask.size() && e.special_tokens_mask[i] != 0;
+      if (d.special || i >= e.offsets.size()) {
+        d.text = tokenizer().id_to_token(d.id).value_or("");
+      } else {
+        d.start = std::min<std::size_t>(e.offsets[i].first, text.size());
+        d.stop = std::clamp<std::size_t>(e.offsets[i].second, d.start, text.size());
+        d.text = std::string(text.substr(d.start, d.stop - d.start));
+      }
+    }
+    return out;
+  }
+
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const override {
+    return tokenizer().decode(ids, skip_special_tokens);
+  }
+
   Matrix embed(const std::vector<TokenInput>& inputs, const EmbedOptions& options) override {
     check(info_.kind == ModelKind::kEmbedding, "this model is a cross-encoder: use rerank / score");
     const PoolingMode mode = options.pooling.value_or(model_.pooling);
@@ -123,6 +155,13 @@ class LocalEngine final : public Engine {
     return o;
   }
 
+  text::EncodeOptions encode_options(const TokenizeOptions& options) const {
+    text::EncodeOptions o = encode_options(options.truncate);
+    o.add_special_tokens = options.add_special_tokens;
+    o.direction = options.truncate_left ? text::TruncationDirection::kLeft : text::TruncationDirection::kRight;
+    return o;
+  }
+
   static TokenInput to_input(text::Encoding&& e) { return {std::move(e.ids), std::move(e.type_ids)}; }
 
   // Validates every input, packs them in order into batches that fit the scratch, runs "encode"
@@ -149,6 +188,28 @@ class LocalEngine final : public Engine {
 };
 
 }  // namespace
+
+// Defaults for engines without a tokenizer-level API of their own.
+TokenInput Engine::tokenize_with(std::string_view text, const TokenizeOptions& options) const {
+  check(options.add_special_tokens && !options.truncate_left,
+        "this engine does not support these tokenization options");
+  return tokenize(text, options.truncate);
+}
+
+TokenInput Engine::tokenize_pair_with(std::string_view first, std::string_view second,
+                                      const TokenizeOptions& options) const {
+  check(options.add_special_tokens && !options.truncate_left,
+        "this engine does not support these tokenization options");
+  return tokenize_pair(first, second, options.truncate);
+}
+
+std::vector<TokenDetail> Engine::token_details(std::string_view, const TokenizeOptions&) const {
+  throw Error("this engine does not report token spans");
+}
+
+std::string Engine::decode(const std::vector<int32_t>&, bool) const {
+  throw Error("this engine cannot decode token ids");
+}
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir,
                                      const EngineOptions& options) {

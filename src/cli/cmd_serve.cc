@@ -1,0 +1,106 @@
+// `inferencelayer serve`: the HTTP server (TEI- and OpenAI-compatible routes; see src/server/).
+// Every option can also come from an IL_* environment variable (named in --help); the command
+// line wins. The first stdout line is "listening on http://HOST:PORT" once the socket is bound,
+// so scripts using --port 0 can read the port. SIGTERM / SIGINT: stop accepting, finish what is
+// in flight, exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cli_common.h"
+#include "server/server.h"
+
+namespace il::cli {
+namespace {
+
+// Blocks SIGTERM / SIGINT in this thread and every thread it starts afterwards, so that only
+// the signal thread (sigwait) sees them and the shutdown runs outside a signal handler.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+void run_serve(const server::ServeOptions& o) {
+  if (o.port < 0 || o.port > 65535) throw UsageError("--port must be between 0 and 65535");
+  const sigset_t stop_signals = block_stop_signals();
+  EngineArgs ea;
+  ea.model = o.model;
+  ea.max_batch_tokens = o.max_batch_tokens;
+  ea.threads = o.threads;
+  if (o.device != "cpu" && o.device != "auto")
+    throw UsageError("--device " + o.device + " is not available in this build (available: cpu)");
+  server::Server srv(o, load_engine(ea));
+  const int port = srv.bind();
+  std::printf("listening on http://%s:%d\n", o.host.c_str(), port);
+  std::fflush(stdout);
+
+  std::atomic<bool> stopping{false};
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (!stopping.exchange(true))
+      std::fprintf(stderr, "inferencelayer serve: %s: finishing in-flight requests\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv.stop();
+  });
+  srv.run();
+  // run() may also end without a signal (the listener failed): wake the signal thread.
+  if (!stopping.exchange(true)) pthread_kill(signals.native_handle(), SIGTERM);
+  signals.join();
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<server::ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (text-embeddings-inference and OpenAI routes)");
+  cmd->footer(
+      "Routes: POST /embed /embed_all /similarity /rerank /predict /tokenize /decode\n"
+      "        /v1/embeddings (OpenAI) /v1/rerank (Cohere / Jina); GET /info /health /metrics.\n"
+      "Errors are {\"error\": ..., \"error_type\": ...} with 401 (API key), 413 (payload), 422 (input),\n"
+      "424 (the model cannot serve the route), 429 (over --max-concurrent-requests, with Retry-After).\n"
+      "Every option also reads the environment variable named with it; the command line wins.\n"
+      "Examples:\n"
+      "  inferencelayer serve -m ./bge-small --port 8080\n"
+      "  curl -s localhost:8080/embed -H 'Content-Type: application/json' -d '{\"inputs\": \"hello\"}'");
+  cmd->add_option("-m,--model", o->model, "Hugging Face model folder")->required()->envname("IL_MODEL");
+  cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str()->envname("IL_HOST");
+  cmd->add_option("--port", o->port, "Port (0 = any free port; the first stdout line names it)")
+      ->capture_default_str()->envname("IL_PORT");
+  cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on the POST routes")
+      ->envname("IL_API_KEY");
+  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Real tokens per forward pass (ragged, no padding)")
+      ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_MAX_BATCH_TOKENS");
+  cmd->add_option("--max-batch-requests", o->max_batch_requests, "Sequences per forward pass (0 = no limit)")
+      ->capture_default_str()->envname("IL_MAX_BATCH_REQUESTS");
+  cmd->add_option("--max-concurrent-requests", o->max_concurrent_requests,
+                  "Requests served at once; more are refused with 429 and Retry-After")
+      ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_MAX_CONCURRENT_REQUESTS");
+  cmd->add_option("--max-client-batch-size", o->max_client_batch_size, "Inputs per request (more: 422)")
+      ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_MAX_CLIENT_BATCH_SIZE");
+  cmd->add_option("--payload-limit", o->payload_limit, "Request body bytes (more: 413)")
+      ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_PAYLOAD_LIMIT");
+  cmd->add_flag("--auto-truncate", o->auto_truncate,
+                "Truncate over-long inputs when a request does not say (default: refuse them with 422)")
+      ->envname("IL_AUTO_TRUNCATE");
+  cmd->add_option("--device", o->device, "cpu (or auto)")->capture_default_str()->envname("IL_DEVICE");
+  cmd->add_option("--threads", o->threads, "Compute threads (0 = one per hardware thread)")
+      ->capture_default_str()->envname("IL_THREADS");
+  cmd->add_option("--tokenization-workers", o->tokenization_workers, "Tokenizer threads (0 = one per hardware thread)")
+      ->capture_default_str()->envname("IL_TOKENIZATION_WORKERS");
+  cmd->add_option("--served-model-name", o->served_model_name, "Model name in /info and OpenAI answers (default: the folder name)")
+      ->envname("IL_SERVED_MODEL_NAME");
+  return {cmd, [o] { run_serve(*o); }};
+}
+
+}  // namespace il::cli

@@ -1,0 +1,86 @@
+// What every route shares: the engine, the options, the worker pools, the metrics, and the
+// request helpers (fields, inputs, tokenization on the workers, a job on the inference thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "inferencelayer/engine.h"
+#include "server/batcher.h"
+#include "server/metrics.h"
+#include "server/serve_options.h"
+#include "server/worker_pool.h"
+
+namespace il::server {
+
+struct Context {
+  ServeOptions options;
+  Engine& engine;
+  Metrics& metrics;
+  WorkerPool& tokenizers;
+  Batcher& batcher;
+  std::string model_name;  // --served-model-name, or the folder's name
+};
+
+// The per-response breakdown sent as x-tokenization-time / x-queue-time / x-inference-time.
+struct Timings {
+  double tokenization_ms = 0.0;
+  double queue_ms = 0.0;
+  double inference_ms = 0.0;
+  std::size_t tokens = 0;
+};
+
+// The body as a JSON object; 422 naming the problem otherwise.
+nlohmann::json parse_body(const httplib::Request& req);
+
+// Optional typed fields: absent or null gives the default; a wrong type is a 422 naming the field.
+bool get_bool(const nlohmann::json& body, const char* field, bool fallback);
+std::size_t get_count(const nlohmann::json& body, const char* field, std::size_t fallback);
+std::string get_string(const nlohmann::json& body, const char* field, const std::string& fallback);
+std::string require_string(const nlohmann::json& body, const char* field);
+std::vector<std::string> require_strings(const nlohmann::json& body, const char* field);
+
+// `inputs` / `input` of the embedding routes: a text, a batch of texts, one token-id sequence,
+// or a batch of token-id sequences.
+struct Inputs {
+  bool batch = false;       // the client sent an array of inputs (the answer is shaped alike)
+  bool token_ids = false;
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> ids;
+  std::size_t size() const { return token_ids ? ids.size() : texts.size(); }
+};
+Inputs parse_inputs(const nlohmann::json& body, const char* field, const Context& ctx);
+
+// truncate (default --auto-truncate), truncation_direction ("right"/"left", any case),
+// prompt_name (a prompt of config_sentence_transformers.json put before every text).
+struct TextOptions {
+  TokenizeOptions tokenize;
+  std::string prefix;
+};
+TextOptions text_options(const nlohmann::json& body, const Context& ctx, bool with_prompt);
+
+// Tokenizes on the workers (422 naming the input on failure) or checks token ids (vocabulary,
+// length: cut when truncating, 422 otherwise).
+std::vector<TokenInput> to_token_inputs(Context& ctx, const Inputs& inputs, const TextOptions& options,
+                                        Timings& timings);
+std::vector<TokenInput> tokenize_pairs(Context& ctx, const std::string& query,
+                                       const std::vector<std::string>& texts, const TokenizeOptions& options,
+                                       Timings& timings);
+
+// Runs the inputs on the inference thread and waits. Failures become ApiError.
+std::shared_ptr<Job> run_job(Context& ctx, JobKind kind, std::vector<TokenInput> inputs,
+                             const httplib::Request& req, Timings& timings);
+
+void set_timing_headers(httplib::Response& res, const Timings& timings);
+
+// 424 unless the loaded model is of this kind.
+void require_embedding_model(const Context& ctx);
+void require_cross_encoder(const Context& ctx);
+
+}  // namespace il::server

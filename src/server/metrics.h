@@ -1,0 +1,55 @@
+// Prometheus metrics: request counts by route and status, queue size, batch sizes, and latency
+// histograms split as TEI splits them (tokenization / queue / inference) plus the whole request.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace il::server {
+
+// A fixed-bucket histogram (cumulative counts are computed when rendered).
+class Histogram {
+ public:
+  static constexpr std::size_t kBuckets = 14;
+  explicit Histogram(std::array<double, kBuckets> bounds) : bounds_(bounds) {}
+  void observe(double value);
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::array<double, kBuckets> bounds_;
+  mutable std::mutex mutex_;
+  std::array<std::uint64_t, kBuckets + 1> counts_{};
+  double sum_ = 0.0;
+  std::uint64_t count_ = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  void count_request(const std::string& route, int status);
+  void observe_tokenization(double seconds) { tokenization_.observe(seconds); }
+  void observe_queue(double seconds) { queue_.observe(seconds); }
+  void observe_inference(double seconds) { inference_.observe(seconds); }
+  void observe_request(double seconds) { request_.observe(seconds); }
+  void observe_batch(std::size_t tokens, std::size_t sequences);
+  void set_queue_size(std::size_t jobs) { queue_size_.store(jobs); }
+  void add_in_flight(int delta) { in_flight_.fetch_add(delta); }
+
+  std::string render() const;
+
+ private:
+  mutable std::mutex counts_mutex_;
+  std::map<std::pair<std::string, int>, std::uint64_t> requests_;
+  Histogram tokenization_, queue_, inference_, request_, batch_tokens_, batch_sequences_;
+  std::atomic<std::size_t> queue_size_{0};
+  std::atomic<int> in_flight_{0};
+  std::atomic<std::uint64_t> batches_{0};
+};
+
+}  // namespace il::server

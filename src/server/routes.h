@@ -1,0 +1,42 @@
+// One file per route family registers its routes through a Router, which wraps each handler
+// with what every route shares: authentication and the concurrency limit (compute routes),
+// error bodies, timing headers, metrics.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <httplib.h>
+
+#include "server/context.h"
+
+namespace il::server {
+
+using Handler = std::function<void(const httplib::Request&, httplib::Response&, Timings&)>;
+
+enum class Method { kGet, kPost };
+
+class Router {
+ public:
+  virtual ~Router() = default;
+  // compute = runs the model: needs the API key (when set) and counts toward the concurrency limit.
+  virtual void add(Method method, const std::string& path, bool compute, Handler handler) = 0;
+};
+
+void add_embed_routes(Router& router, Context& ctx);     // /embed /embed_all /similarity
+void add_openai_routes(Router& router, Context& ctx);    // /v1/embeddings
+void add_rerank_routes(Router& router, Context& ctx);    // /rerank /predict /v1/rerank
+void add_token_routes(Router& router, Context& ctx);     // /tokenize /decode
+void add_info_routes(Router& router, Context& ctx);      // /info /health /metrics
+
+// Shared by the embedding routes: the first `dims` values of a raw pooled row (0 = all),
+// L2-normalised after the cut when asked (as sentence-transformers does for Matryoshka).
+std::vector<float> finish_embedding(const float* raw, std::size_t width, std::size_t dims, bool normalize);
+// `dimensions` of a request: 0 when absent; 422 when 0 or wider than the model's output.
+std::size_t requested_dimensions(const nlohmann::json& body, const Context& ctx);
+
+inline void reply_json(httplib::Response& res, std::string body) {
+  res.set_content(std::move(body), "application/json");
+}
+
+}  // namespace il::server

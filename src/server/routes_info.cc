@@ -1,0 +1,75 @@
+// GET /info (TEI's shape), /health (a one-sequence forward pass on the inference thread, so a
+// wedged or broken engine answers 503), /metrics (Prometheus text).
+#include <exception>
+
+#include "server/api_error.h"
+#include "server/routes.h"
+
+namespace il::server {
+namespace {
+
+using json = nlohmann::json;
+
+json model_type(const ModelInfo& info) {
+  if (info.kind == ModelKind::kEmbedding)
+    return {{"embedding", {{"pooling", std::string(pooling_name(info.pooling))}}}};
+  json id2label = json::object(), label2id = json::object();
+  for (int i = 0; i < info.num_labels; ++i) {
+    id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
+    label2id["LABEL_" + std::to_string(i)] = i;
+  }
+  const char* kind = info.num_labels == 1 ? "reranker" : "classifier";
+  return {{kind, {{"id2label", id2label}, {"label2id", label2id}}}};
+}
+
+void info(Context& ctx, const httplib::Request&, httplib::Response& res, Timings&) {
+  const ModelInfo& m = ctx.engine.info();
+  const ServeOptions& o = ctx.options;
+  json out{{"model_id", ctx.model_name},
+           {"model_sha", nullptr},
+           {"model_dtype", "float32"},
+           {"model_type", model_type(m)},
+           {"max_concurrent_requests", o.max_concurrent_requests},
+           {"max_input_length", m.max_tokens},
+           {"max_batch_tokens", o.max_batch_tokens},
+           {"max_batch_requests", o.max_batch_requests ? json(o.max_batch_requests) : json(nullptr)},
+           {"max_client_batch_size", o.max_client_batch_size},
+           {"auto_truncate", o.auto_truncate},
+           {"tokenization_workers", ctx.tokenizers.size()},
+           {"version", "0.1.0"},
+           {"sha", nullptr},
+           {"docker_label", nullptr},
+           {"device", o.device},
+           {"hidden_size", m.hidden},
+           {"output_dim", m.output_dim},
+           {"prompts", m.prompts}};
+  reply_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void health(Context& ctx, const httplib::Request& req, httplib::Response& res, Timings& t) {
+  // Token ids 0 and 1 exist in every vocabulary; no tokenizer is involved, so the answer
+  // speaks for the engine and the inference thread alone.
+  TokenInput probe;
+  probe.ids = {0, 1 < ctx.engine.info().vocab ? 1 : 0};
+  const JobKind kind = ctx.engine.info().kind == ModelKind::kEmbedding ? JobKind::kPooled : JobKind::kScores;
+  try {
+    run_job(ctx, kind, {probe}, req, t);
+  } catch (const std::exception& e) {
+    throw ApiError(503, "Unhealthy", std::string("the model failed a forward pass: ") + e.what());
+  }
+  res.status = 200;
+}
+
+void metrics(Context& ctx, const httplib::Request&, httplib::Response& res, Timings&) {
+  res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
+}
+
+}  // namespace
+
+void add_info_routes(Router& router, Context& ctx) {
+  router.add(Method::kGet, "/info", false, [&ctx](auto& req, auto& res, auto& t) { info(ctx, req, res, t); });
+  router.add(Method::kGet, "/health", false, [&ctx](auto& req, auto& res, auto& t) { health(ctx, req, res, t); });
+  router.add(Method::kGet, "/metrics", false, [&ctx](auto& req, auto& res, auto& t) { metrics(ctx, req, res, t); });
+}
+
+}  // namespace il::server

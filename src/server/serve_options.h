@@ -1,0 +1,26 @@
+// Everything `inferencelayer serve` can be told, with text-embeddings-inference's defaults.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace il::server {
+
+struct ServeOptions {
+  std::string model;                         // model folder
+  std::string host = "127.0.0.1";
+  int port = 8080;                           // 0 = any free port (printed on stdout)
+  std::string api_key;                       // empty = no authentication
+  std::size_t max_batch_tokens = 16384;      // real (unpadded) tokens of one forward pass
+  std::size_t max_batch_requests = 0;        // sequences of one forward pass; 0 = no limit
+  std::size_t max_concurrent_requests = 512; // over this: 429
+  std::size_t max_client_batch_size = 32;    // inputs of one request
+  std::size_t payload_limit = 2'000'000;     // request body bytes; over this: 413
+  bool auto_truncate = false;                // default of the `truncate` request field
+  std::string device = "cpu";
+  std::size_t threads = 0;                   // compute threads, 0 = one per hardware thread
+  std::size_t tokenization_workers = 0;      // 0 = one per hardware thread
+  std::string served_model_name;             // default: the folder name
+};
+
+}  // namespace il::server

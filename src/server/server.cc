@@ -1,0 +1,155 @@
+#include "server/server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <thread>
+
+#include <httplib.h>
+
+#include "core/error.h"
+#include "server/api_error.h"
+#include "server/batcher.h"
+#include "server/context.h"
+#include "server/metrics.h"
+#include "server/routes.h"
+#include "server/worker_pool.h"
+
+namespace il::server {
+namespace {
+
+std::size_t or_hardware(std::size_t n) {
+  return n ? n : std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string default_model_name(const ServeOptions& o) {
+  if (!o.served_model_name.empty()) return o.served_model_name;
+  std::filesystem::path p(o.model);
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
+
+void send_error(httplib::Response& res, int status, const std::string& type, const std::string& message) {
+  res.status = status;
+  res.set_content(error_body(message, type), "application/json");
+}
+
+}  // namespace
+
+struct Server::Impl final : Router {
+  Impl(const ServeOptions& o, std::unique_ptr<Engine> e)
+      : options(o),
+        engine(std::move(e)),
+        tokenizers(or_hardware(o.tokenization_workers)),
+        batcher(*engine, o.max_batch_tokens, o.max_batch_requests, metrics),
+        ctx{o, *engine, metrics, tokenizers, batcher, default_model_name(o)} {
+    // One connection thread per allowed concurrent request, plus a few for the cheap GET routes
+    // and for refusing the excess with 429 (a pool smaller than the limit would queue instead).
+    const std::size_t http_threads = std::min<std::size_t>(o.max_concurrent_requests + 4, 1024);
+    http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+    http.set_payload_max_length(o.payload_limit);
+    http.set_keep_alive_max_count(1000);
+    // Errors httplib answers itself (413 over the payload limit, 404, 400) get our JSON shape.
+    http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      const std::string type = res.status == 413 ? "PayloadTooLarge" : res.status == 404 ? "NotFound" : "Validation";
+      const std::string message = res.status == 413 ? "the request body is larger than the payload limit (--payload-limit)"
+                                  : res.status == 404 ? "no such route"
+                                                      : "bad request";
+      res.set_content(error_body(message, type), "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    add_embed_routes(*this, ctx);
+    add_openai_routes(*this, ctx);
+    add_rerank_routes(*this, ctx);
+    add_token_routes(*this, ctx);
+    add_info_routes(*this, ctx);
+  }
+
+  void add(Method method, const std::string& path, bool compute, Handler handler) override {
+    auto wrapped = [this, path, compute, handler = std::move(handler)](const httplib::Request& req,
+                                                                      httplib::Response& res) {
+      const auto start = std::chrono::steady_clock::now();
+      serve(path, compute, handler, req, res);
+      metrics.count_request(path, res.status);
+      metrics.observe_request(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    };
+    if (method == Method::kGet) http.Get(path, wrapped);
+    else http.Post(path, wrapped);
+  }
+
+  bool authorized(const httplib::Request& req) const {
+    if (options.api_key.empty()) return true;
+    return req.get_header_value("Authorization") == "Bearer " + options.api_key;
+  }
+
+  void serve(const std::string& path, bool compute, const Handler& handler, const httplib::Request& req,
+             httplib::Response& res) {
+    if (compute && !authorized(req)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      return send_error(res, 401, "Unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
+    }
+    // The limit counts requests being served, whatever their batch size.
+    if (compute && in_flight.fetch_add(1) >= options.max_concurrent_requests) {
+      in_flight.fetch_sub(1);
+      res.set_header("Retry-After", "1");
+      return send_error(res, 429, "Overloaded",
+                        "too many concurrent requests (--max-concurrent-requests " +
+                            std::to_string(options.max_concurrent_requests) + ")");
+    }
+    if (compute) metrics.add_in_flight(1);
+    Timings timings;
+    try {
+      handler(req, res, timings);
+      if (res.status == -1) res.status = 200;  // httplib would fill it in only after us
+      set_timing_headers(res, timings);
+    } catch (const ApiError& e) {
+      send_error(res, e.status(), e.type(), e.what());
+    } catch (const std::bad_alloc&) {
+      send_error(res, 500, "Backend", "out of memory");
+    } catch (const std::exception& e) {
+      send_error(res, 500, "Backend", std::string("internal error on ") + path + ": " + e.what());
+    }
+    if (compute) {
+      in_flight.fetch_sub(1);
+      metrics.add_in_flight(-1);
+    }
+  }
+
+  ServeOptions options;
+  std::unique_ptr<Engine> engine;
+  Metrics metrics;
+  WorkerPool tokenizers;
+  Batcher batcher;
+  Context ctx;
+  httplib::Server http;
+  std::atomic<std::size_t> in_flight{0};
+};
+
+Server::Server(const ServeOptions& options, std::unique_ptr<Engine> engine)
+    : impl_(std::make_unique<Impl>(options, std::move(engine))) {}
+
+Server::~Server() = default;
+
+int Server::bind() {
+  const ServeOptions& o = impl_->options;
+  if (o.port == 0) {
+    const int port = impl_->http.bind_to_any_port(o.host);
+    check(port > 0, "cannot listen on ", o.host, " (any port)");
+    return port;
+  }
+  check(impl_->http.bind_to_port(o.host, o.port), "cannot listen on ", o.host, ":", o.port,
+        " (in use, or not an address of this machine)");
+  return o.port;
+}
+
+void Server::run() {
+  impl_->http.listen_after_bind();  // returns after stop(), once the connection threads finished
+  impl_->batcher.stop();
+}
+
+void Server::stop() { impl_->http.stop(); }
+
+}  // namespace il::server
