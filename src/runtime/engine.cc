@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 
 #include "backends/cpu/cpu_executor.h"
+#include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
@@ -17,19 +19,46 @@
 namespace il {
 namespace {
 
+// The executor `options.device` names: "cpu", "cuda", "cuda:N", or "auto" (CUDA device 0 when
+// this build has the backend and a GPU is present, said on stderr; else the CPU). A CUDA request
+// where there is none runs on the CPU with a one-line notice.
+std::unique_ptr<plan::Executor> make_executor(plan::Plan& plan, std::size_t max_tokens,
+                                              const EngineOptions& options) {
+  const std::string& d = options.device;
+  const bool is_auto = d == "auto";
+  int index = 0;
+  if (d.rfind("cuda:", 0) == 0) {
+    const std::string n = d.substr(5);
+    check(!n.empty() && n.size() <= 4 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }),
+          "device '", d, "': expected cuda:N with N a device number");
+    index = std::stoi(n);
+  } else {
+    check(d == "cpu" || d == "cuda" || is_auto, "device '", d, "' is not one of cpu, cuda, cuda:N, auto");
+  }
+  if (d == "cpu") return std::make_unique<cpu::CpuExecutor>(plan, max_tokens, options.threads);
+  const int count = cuda::device_count();
+  if (count > 0) {
+    check(index < count, "device '", d, "': only ", count, " CUDA device(s) present");
+    if (is_auto) std::fprintf(stderr, "inferencelayer: device auto: %s\n", cuda::describe(index).c_str());
+    return cuda::make_executor(plan, max_tokens, index);
+  }
+  if (!is_auto)
+    std::fprintf(stderr, "inferencelayer: device '%s' requested, but %s; running on the CPU\n", d.c_str(),
+                 cuda::built() ? "no CUDA device is present" : "this build has no CUDA backend");
+  return std::make_unique<cpu::CpuExecutor>(plan, max_tokens, options.threads);
+}
+
 class LocalEngine final : public Engine {
  public:
   LocalEngine(const std::filesystem::path& dir, const EngineOptions& options)
       : model_(models::build_model_from_folder(dir)) {
-    check(options.device == "cpu" || options.device == "auto", "device '", options.device,
-          "' is not available in this build (available: cpu)");
     const auto tok_path = dir / "tokenizer.json";
     if (std::filesystem::exists(tok_path)) tokenizer_.emplace(text::Tokenizer::from_file(tok_path));
     max_len_ = runtime::max_sequence_length(model_);
     info_ = runtime::describe(dir, model_, tokenizer_ ? tokenizer_->model_type() : "", max_len_);
     // The scratch always holds at least one maximal sequence, so any valid input fits a batch.
     max_batch_tokens_ = std::max<std::size_t>(options.max_batch_tokens, max_len_);
-    exec_ = std::make_unique<cpu::CpuExecutor>(model_.plan, max_batch_tokens_, options.threads);
+    exec_ = make_executor(model_.plan, max_batch_tokens_, options);
   }
 
   const ModelInfo& info() const override { return info_; }

@@ -1,0 +1,262 @@
+#include "backends/cuda/cuda_executor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <type_traits>
+
+#include "core/error.h"
+#include "ops/check_cuda.h"
+#include "ops/ops_cuda.h"
+
+namespace il::cuda {
+
+using plan::Rows;
+using plan::View;
+
+namespace {
+
+const char* op_name(const plan::StepOp& op) {
+  return std::visit(
+      [](const auto& o) -> const char* {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, plan::EmbedStep>) return "embed";
+        if constexpr (std::is_same_v<T, plan::GemmStep>) return "gemm";
+        if constexpr (std::is_same_v<T, plan::LayerNormStep>) return "layernorm";
+        if constexpr (std::is_same_v<T, plan::AttentionStep>) return "attention";
+        if constexpr (std::is_same_v<T, plan::PoolStep>) return "pool";
+        if constexpr (std::is_same_v<T, plan::L2Step>) return "l2";
+      },
+      op);
+}
+
+}  // namespace
+
+CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device)
+    : plan_(plan), max_tokens_(max_tokens), device_(device) {
+  check(max_tokens > 0, "cuda executor: max_tokens must be positive");
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  IL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  IL_CUDA_CHECK(cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming));
+  gemm_ = std::make_unique<ops::CublasLtGemm>();
+  const char* prof = std::getenv("IL_PROFILE");
+  profiling_ = prof != nullptr && std::string(prof) != "0";
+
+  upload_weights(plan);
+
+  // Scratch: every buffer gets max_tokens rows (a batch can hold as many sequences as tokens).
+  std::size_t total = 0;
+  for (const auto& b : plan.buffers()) total += aligned_bytes(max_tokens * b.cols * sizeof(float));
+  buffer_arena_ = DeviceMemory(total);
+  // Zeroed once so a view never reads uninitialised memory, even past the current rows.
+  // On our stream: a non-blocking stream does not wait for work on the legacy default stream.
+  if (total > 0) IL_CUDA_CHECK(cudaMemsetAsync(buffer_arena_.get(), 0, total, stream_));
+  std::size_t offset = 0;
+  for (const auto& b : plan.buffers()) {
+    buffers_.push_back(reinterpret_cast<float*>(buffer_arena_.get() + offset));
+    offset += aligned_bytes(max_tokens * b.cols * sizeof(float));
+  }
+
+  // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side.
+  const std::size_t ints = 3 * max_tokens + 1;
+  batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
+  batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
+  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaExecutor::upload_weights(plan::Plan& plan) {
+  std::size_t total = 0;
+  for (const auto& w : plan.weights()) total += aligned_bytes(w.data.size() * sizeof(float));
+  weight_arena_ = DeviceMemory(total);
+  std::size_t offset = 0;
+  for (auto& w : plan.weights()) {
+    std::size_t expected = 1;
+    for (int64_t d : w.shape) expected *= static_cast<std::size_t>(d);
+    check(w.data.size() == expected, "cuda executor: weight ", w.name,
+          " holds no data (its plan is already used by another executor?)");
+    float* dst = reinterpret_cast<float*>(weight_arena_.get() + offset);
+    IL_CUDA_CHECK(cudaMemcpy(dst, w.data.data(), w.data.size() * sizeof(float), cudaMemcpyHostToDevice));
+    weights_.push_back(dst);
+    weight_shapes_.push_back(w.shape);
+    offset += aligned_bytes(w.data.size() * sizeof(float));
+    std::vector<float>().swap(w.data);  // the device copy is the only one needed from now on
+  }
+}
+
+CudaExecutor::~CudaExecutor() {
+  cudaSetDevice(device_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (profiling_ && !profile_.empty()) std::fputs(profile_report().c_str(), stderr);
+  for (auto& [a, b] : events_) {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  if (upload_done_) cudaEventDestroy(upload_done_);
+  gemm_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaExecutor::set_batch(const plan::Batch& batch) {
+  check(batch.num_seqs() > 0, "batch: no sequences");
+  check(batch.num_tokens() <= max_tokens_, "batch: ", batch.num_tokens(),
+        " tokens exceed the scratch size of ", max_tokens_);
+  check(batch.seq_starts.front() == 0 &&
+            static_cast<std::size_t>(batch.seq_starts.back()) == batch.num_tokens(),
+        "batch: seq_starts must run from 0 to the token count");
+  check(batch.type_ids.empty() || batch.type_ids.size() == batch.num_tokens(),
+        "batch: type_ids must be empty or one per token");
+  std::size_t longest = 0;
+  for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
+    check(batch.seq_starts[s + 1] >= batch.seq_starts[s], "batch: seq_starts not ascending at ", s);
+    longest = std::max<std::size_t>(longest, static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]));
+  }
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  // The previous upload may still be reading the staging buffer.
+  IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
+  // Packed back to back — offsets, tokens, type ids — so one small copy uploads the batch.
+  auto* staging = reinterpret_cast<int32_t*>(batch_staging_.get());
+  const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
+  const std::size_t types = batch.type_ids.size();
+  std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
+  std::memcpy(staging + b + 1, batch.tokens.data(), t * sizeof(int32_t));
+  if (types > 0) std::memcpy(staging + b + 1 + t, batch.type_ids.data(), types * sizeof(int32_t));
+  auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
+  d_starts_ = base;
+  d_tokens_ = base + b + 1;
+  d_types_ = base + b + 1 + t;
+  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (b + 1 + t + types) * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                stream_));
+  IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
+  num_tokens_ = t;
+  num_seqs_ = b;
+  max_seq_len_ = longest;
+  has_types_ = !batch.type_ids.empty();
+}
+
+float* CudaExecutor::ptr(const View& v) const { return buffers_.at(static_cast<std::size_t>(v.buffer)) + v.col; }
+
+std::size_t CudaExecutor::ld(const View& v) const {
+  return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).cols;
+}
+
+std::size_t CudaExecutor::rows(const View& v) const {
+  switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
+    case Rows::kTokens: return num_tokens_;
+    case Rows::kSequences: return num_seqs_;
+  }
+  return 0;
+}
+
+const float* CudaExecutor::weight(plan::WeightId id) const {
+  if (id == plan::kNoWeight) return nullptr;
+  return weights_.at(static_cast<std::size_t>(id));
+}
+
+void CudaExecutor::run(const std::string& program) {
+  check(num_seqs_ > 0, "cuda executor: run before set_batch");
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  const auto& steps = plan_.program(program);
+  if (!profiling_) {
+    for (const plan::Step& step : steps) execute(step);
+    return;
+  }
+  while (events_.size() < steps.size()) {
+    cudaEvent_t a = nullptr, b = nullptr;
+    IL_CUDA_CHECK(cudaEventCreate(&a));
+    IL_CUDA_CHECK(cudaEventCreate(&b));
+    events_.emplace_back(a, b);
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    IL_CUDA_CHECK(cudaEventRecord(events_[i].first, stream_));
+    execute(steps[i]);
+    IL_CUDA_CHECK(cudaEventRecord(events_[i].second, stream_));
+  }
+  record_profile(program);
+}
+
+void CudaExecutor::record_profile(const std::string& program) {
+  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const auto& steps = plan_.program(program);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    float ms = 0.0f;
+    IL_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].first, events_[i].second));
+    auto& entry = profile_[steps[i].name];
+    entry.op = op_name(steps[i].op);
+    entry.ms += ms;
+    entry.calls += 1;
+  }
+}
+
+std::string CudaExecutor::profile_report() const {
+  std::map<std::string, double> by_op;
+  double total = 0.0;
+  for (const auto& [name, t] : profile_) {
+    by_op[t.op] += t.ms;
+    total += t.ms;
+  }
+  std::ostringstream os;
+  os << "profile (" << backend_name() << ", device time per step): " << total << " ms in all steps\n";
+  for (const auto& [op, ms] : by_op)
+    os << "  " << op << ": " << ms << " ms (" << (total > 0 ? 100.0 * ms / total : 0.0) << "%)\n";
+  std::vector<std::pair<double, std::string>> steps;
+  for (const auto& [name, t] : profile_) steps.emplace_back(t.ms, name);
+  std::sort(steps.rbegin(), steps.rend());
+  for (std::size_t i = 0; i < std::min<std::size_t>(8, steps.size()); ++i)
+    os << "    " << steps[i].second << ": " << steps[i].first << " ms\n";
+  return os.str();
+}
+
+void CudaExecutor::execute(const plan::Step& step) {
+  std::visit(
+      [&](const auto& op) {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, plan::EmbedStep>) {
+          ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word),
+                           weight(op.position), op.position_offset, weight(op.type), ptr(op.out), ld(op.out),
+                           op.out.cols},
+                          num_tokens_, stream_);
+        } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
+          const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
+          const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));
+          check(op.x.cols == k && op.y.cols == n, "gemm ", step.name, ": views ", op.x.cols, " → ", op.y.cols,
+                " do not match the weight [", n, ", ", k, "]");
+          gemm_->run({ptr(op.x), ld(op.x), weight(op.w), n, k, weight(op.bias), ptr(op.y), ld(op.y), rows(op.x),
+                      op.act},
+                     stream_);
+        } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
+          const bool has_res = op.residual.buffer >= 0;
+          ops::layernorm_cuda({ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,
+                               has_res ? ld(op.residual) : 0, weight(op.w), weight(op.b), ptr(op.out),
+                               ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms},
+                              stream_);
+        } else if constexpr (std::is_same_v<T, plan::AttentionStep>) {
+          ops::attention_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
+                               ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
+                               op.mask, op.window},
+                              max_seq_len_, stream_);
+        } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
+          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode},
+                         stream_);
+        } else if constexpr (std::is_same_v<T, plan::L2Step>) {
+          ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_);
+        }
+      },
+      step.op);
+}
+
+void CudaExecutor::read(const View& view, float* dst) {
+  const std::size_t n = rows(view);
+  if (n == 0 || view.cols == 0) return;
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  const std::size_t bytes = n * view.cols * sizeof(float);
+  // Grows to the largest read once (a T × hidden readback at most); later reads reuse it.
+  if (read_staging_.bytes() < bytes) read_staging_ = PinnedMemory(bytes);
+  IL_CUDA_CHECK(cudaMemcpy2DAsync(read_staging_.get(), view.cols * sizeof(float), ptr(view), ld(view) * sizeof(float),
+                                  view.cols * sizeof(float), n, cudaMemcpyDeviceToHost, stream_));
+  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::memcpy(dst, read_staging_.get(), bytes);
+}
+
+}  // namespace il::cuda

@@ -1,0 +1,201 @@
+// Ragged flash-style attention, f32. A block owns (sequence, 32 query rows, head); its four warps
+// own eight query rows each. Keys stream through shared memory 32 at a time (one key per lane
+// for q·k, then one output dimension per lane for p·v), with the running max and sum of the
+// online softmax per row in registers: memory is O(tile), never O(n²), whatever the length.
+// Masks follow ops/attention.h exactly: row i of a sequence of length n sees keys
+// [lo_i, hi_i) with hi_i = i + 1 when causal (else n), and with a window w additionally
+// |i − j| ≤ w / 2.
+#include <cmath>
+
+#include "ops/check_cuda.h"
+#include "ops/ops_cuda.h"
+#include "ops/reduce_cuda.cuh"
+
+namespace il::ops {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kRowsPerWarp = 8;
+constexpr int kBlockRows = kWarps * kRowsPerWarp;
+constexpr int kKeyTile = 32;  // one key per lane
+
+struct AttnParams {
+  const float* q;
+  std::size_t ldq;
+  const float* k;
+  std::size_t ldk;
+  const float* v;
+  std::size_t ldv;
+  float* out;
+  std::size_t ldo;
+  const int32_t* seq_starts;
+  int group;     // query heads per kv head
+  int head_dim;  // ≤ D of the instantiation
+  float scale;
+  bool causal;
+  int half_window;  // −1: no window
+};
+
+__device__ __forceinline__ void key_range(const AttnParams& p, int i, int len, int& lo, int& hi) {
+  lo = 0;
+  hi = p.causal ? i + 1 : len;
+  if (p.half_window >= 0) {
+    lo = max(0, i - p.half_window);
+    hi = min(hi, i + p.half_window + 1);
+  }
+}
+
+// Shared memory: K and V tiles padded to D + 1 floats per key (lane j reads key j: the padding
+// puts consecutive lanes in consecutive banks), then the block's scaled queries.
+template <int D>
+constexpr std::size_t shared_bytes() {
+  return (2 * kKeyTile * (D + 1) + kBlockRows * D) * sizeof(float);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams p) {
+  constexpr int kStride = D + 1;
+  constexpr int kPerLane = D / 32;  // output dimensions per lane
+  extern __shared__ float smem[];
+  float* ks = smem;
+  float* vs = ks + kKeyTile * kStride;
+  float* qs = vs + kKeyTile * kStride;
+
+  const int seq = static_cast<int>(blockIdx.x);
+  const int head = static_cast<int>(blockIdx.z);
+  const int start = p.seq_starts[seq];
+  const int len = p.seq_starts[seq + 1] - start;
+  const int row0 = static_cast<int>(blockIdx.y) * kBlockRows;
+  if (row0 >= len) return;  // block-uniform: the grid covers the longest sequence
+  const int hd = p.head_dim;
+  const int kvh = head / p.group;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+
+  for (int idx = threadIdx.x; idx < kBlockRows * D; idx += blockDim.x) {
+    const int r = idx / D, d = idx % D;
+    float val = 0.0f;
+    if (row0 + r < len && d < hd)
+      val = p.q[static_cast<std::size_t>(start + row0 + r) * p.ldq + static_cast<std::size_t>(head) * hd + d] * p.scale;
+    qs[idx] = val;
+  }
+
+  // Keys any row of the block may see.
+  const int last = min(row0 + kBlockRows, len) - 1;
+  int klo, khi, unused_lo, unused_hi;
+  key_range(p, row0, len, klo, unused_hi);
+  key_range(p, last, len, unused_lo, khi);
+
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kPerLane];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kPerLane; ++c) acc[r][c] = 0.0f;
+  }
+
+  const float* kbase = p.k + static_cast<std::size_t>(kvh) * hd;
+  const float* vbase = p.v + static_cast<std::size_t>(kvh) * hd;
+  for (int kt = klo; kt < khi; kt += kKeyTile) {
+    __syncthreads();  // the previous tile is consumed (and the queries are staged)
+    for (int idx = threadIdx.x; idx < kKeyTile * D; idx += blockDim.x) {
+      const int j = idx / D, d = idx % D;
+      const int key = kt + j;
+      float kv = 0.0f, vv = 0.0f;
+      if (key < khi && d < hd) {
+        kv = kbase[static_cast<std::size_t>(start + key) * p.ldk + d];
+        vv = vbase[static_cast<std::size_t>(start + key) * p.ldv + d];
+      }
+      ks[j * kStride + d] = kv;
+      vs[j * kStride + d] = vv;
+    }
+    __syncthreads();
+
+    const int key = kt + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int i = row0 + warp * kRowsPerWarp + r;  // sequence-local query row
+      int lo, hi;
+      key_range(p, i, len, lo, hi);
+      // Warp-uniform: skip rows past the sequence and tiles with no key this row may see, so
+      // the running max below is always finite.
+      if (i >= len || kt >= hi || kt + kKeyTile <= lo) continue;
+      float s = -INFINITY;
+      if (key >= lo && key < hi) {
+        const float* qrow = qs + (warp * kRowsPerWarp + r) * D;
+        const float* krow = ks + lane * kStride;
+        float dot = 0.0f;
+#pragma unroll 16
+        for (int d = 0; d < D; ++d) dot = fmaf(qrow[d], krow[d], dot);
+        s = dot;
+      }
+      const float m_new = fmaxf(m[r], cuda_reduce::warp_max(s));
+      const float corr = expf(m[r] - m_new);  // 0 on the row's first tile (m = −inf)
+      const float prob = key >= lo && key < hi ? expf(s - m_new) : 0.0f;
+      l[r] = l[r] * corr + cuda_reduce::warp_sum(prob);
+      m[r] = m_new;
+#pragma unroll
+      for (int c = 0; c < kPerLane; ++c) acc[r][c] *= corr;
+      for (int j = 0; j < kKeyTile; ++j) {
+        const float pj = __shfl_sync(cuda_reduce::kFullMask, prob, j);
+        const float* vrow = vs + j * kStride + lane;
+#pragma unroll
+        for (int c = 0; c < kPerLane; ++c) acc[r][c] = fmaf(pj, vrow[32 * c], acc[r][c]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int i = row0 + warp * kRowsPerWarp + r;
+    if (i >= len) continue;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // no admissible key: zeros, as the CPU op
+    float* out = p.out + static_cast<std::size_t>(start + i) * p.ldo + static_cast<std::size_t>(head) * hd;
+#pragma unroll
+    for (int c = 0; c < kPerLane; ++c) {
+      const int d = lane + 32 * c;
+      if (d < hd) out[d] = acc[r][c] * inv;
+    }
+  }
+}
+
+template <int D>
+void launch(const AttnParams& p, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
+            cudaStream_t stream) {
+  constexpr std::size_t kBytes = shared_bytes<D>();
+  // Above 48 KiB a kernel must opt in; the attribute is per function and cheap to set again.
+  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kBytes)));
+  const dim3 grid(static_cast<unsigned>(num_seqs),
+                  static_cast<unsigned>((max_len + kBlockRows - 1) / kBlockRows),
+                  static_cast<unsigned>(heads));
+  attention_kernel<D><<<grid, kWarps * 32, kBytes, stream>>>(p);
+  IL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+  // check_attention reads seq_starts, which live on the device here: the shape checks only.
+  check(a.q && a.k && a.v && a.out && a.seq_starts, "attention: null operand");
+  check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0,
+        "attention: heads (", a.heads, ") must be a multiple of kv_heads (", a.kv_heads, ")");
+  check(a.head_dim > 0 && a.head_dim <= kAttentionMaxHeadDim, "attention: head_dim ", a.head_dim,
+        " outside 1..", kAttentionMaxHeadDim, " (CUDA)");
+  check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim &&
+            a.ldk >= a.kv_heads * a.head_dim && a.ldv >= a.kv_heads * a.head_dim,
+        "attention: row stride smaller than heads × head_dim");
+  check(a.heads <= 65535 && a.num_seqs < (1u << 31) && max_seq_len < (1u << 30),
+        "attention: batch too large for one launch");
+  if (a.num_seqs == 0 || max_seq_len == 0) return;
+  const AttnParams p{a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.seq_starts,
+                     static_cast<int>(a.heads / a.kv_heads), static_cast<int>(a.head_dim), a.scale,
+                     a.mask == MaskMode::kCausal,
+                     a.window > 0 ? static_cast<int>(a.window / 2) : -1};
+  if (a.head_dim <= 32) return launch<32>(p, a.num_seqs, max_seq_len, a.heads, stream);
+  if (a.head_dim <= 64) return launch<64>(p, a.num_seqs, max_seq_len, a.heads, stream);
+  if (a.head_dim <= 128) return launch<128>(p, a.num_seqs, max_seq_len, a.heads, stream);
+  return launch<256>(p, a.num_seqs, max_seq_len, a.heads, stream);
+}
+
+}  // namespace il::ops

@@ -1,0 +1,143 @@
+#include "ops/gemm_cuda.h"
+
+#include <cstdint>
+
+#include "ops/check_cuda.h"
+#include "ops/ops_cuda.h"
+
+namespace il::ops {
+namespace {
+
+// The largest power of two dividing the address, capped at 256 (cuBLASLt's default assumption,
+// which a column window of a buffer does not meet: an algorithm needing more is excluded).
+unsigned alignment_of(const void* p) {
+  const auto v = reinterpret_cast<std::uintptr_t>(p);
+  unsigned a = 256;
+  while (a > 4 && v % a != 0) a /= 2;
+  return a;
+}
+
+void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const void* value,
+              std::size_t size) {
+  IL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, value, size));
+}
+
+cublasLtEpilogue_t epilogue_for(bool bias, Activation act) {
+  const bool relu = act == Activation::kRelu;
+  if (bias) return relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  return relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+}  // namespace
+
+CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+  IL_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  if (workspace_bytes_ > 0) IL_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  for (auto& [key, s] : shapes_) destroy(s);
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+void CublasLtGemm::destroy(Shape& s) {
+  if (s.desc) cublasLtMatmulDescDestroy(s.desc);
+  if (s.w) cublasLtMatrixLayoutDestroy(s.w);
+  if (s.x) cublasLtMatrixLayoutDestroy(s.x);
+  if (s.y) cublasLtMatrixLayoutDestroy(s.y);
+  s = Shape{};
+}
+
+// Row-major y = x·Wᵀ is column-major yᵀ = W'ᵀ·xᵀ with W' = W read as a column-major [k, n]
+// matrix: A = W (k × n, ld k, transposed), B = x (k × m, ld ldx), D = y (n × m, ld ldy).
+bool CublasLtGemm::try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue, Shape& s) {
+  IL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+  set_attr(s.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans);
+  set_attr(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans);
+  set_attr(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+  if (a.bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias);
+  const auto u64 = [](std::size_t v) { return static_cast<uint64_t>(v); };
+  const auto i64 = [](std::size_t v) { return static_cast<int64_t>(v); };
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.w, CUDA_R_32F, u64(a.k), u64(a.n), i64(a.k)));
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.x, CUDA_R_32F, u64(a.k), u64(a.m), i64(a.ldx)));
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.y, CUDA_R_32F, u64(a.n), u64(a.m), i64(a.ldy)));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  IL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t ws = workspace_bytes_;
+  const uint32_t align_w = alignment_of(a.w), align_x = alignment_of(a.x), align_y = alignment_of(a.y);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st = [&] {
+    cublasStatus_t r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    if (r == CUBLAS_STATUS_SUCCESS)
+      r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_w, sizeof align_w);
+    if (r == CUBLAS_STATUS_SUCCESS)
+      r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_x, sizeof align_x);
+    if (r == CUBLAS_STATUS_SUCCESS)
+      r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_y, sizeof align_y);
+    if (r == CUBLAS_STATUS_SUCCESS)
+      r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_y, sizeof align_y);
+    if (r == CUBLAS_STATUS_SUCCESS)
+      r = cublasLtMatmulAlgoGetHeuristic(handle_, s.desc, s.w, s.x, s.y, s.y, pref, 1, &result, &found);
+    return r;
+  }();
+  cublasLtMatmulPreferenceDestroy(pref);
+  // NOT_SUPPORTED means no algorithm for this combination: the caller tries a plainer epilogue.
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
+  IL_CUBLAS_CHECK(st);
+  s.algo = result.algo;
+  s.fused_bias = epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  s.fused_act = epilogue == CUBLASLT_EPILOGUE_RELU || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  return true;
+}
+
+const CublasLtGemm::Shape& CublasLtGemm::shape_for(const GemmCudaArgs& a) {
+  const cublasLtEpilogue_t fused = epilogue_for(a.bias != nullptr, a.act);
+  const Key key{a.m, a.n, a.k, a.ldx, a.ldy, static_cast<int>(fused), alignment_of(a.x),
+                alignment_of(a.w), alignment_of(a.y)};
+  if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
+  Shape s;
+  bool ok = false;
+  try {
+    ok = try_build(a, fused, s);
+    if (!ok && fused != CUBLASLT_EPILOGUE_DEFAULT) {
+      destroy(s);
+      ok = try_build(a, CUBLASLT_EPILOGUE_DEFAULT, s);
+    }
+  } catch (...) {
+    destroy(s);
+    throw;
+  }
+  if (!ok) {
+    destroy(s);
+    s.fallback = true;
+  }
+  return shapes_.emplace(key, s).first->second;
+}
+
+void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
+  check(a.x && a.w && a.y, "gemm (CUDA): null operand");
+  check(a.n > 0 && a.k > 0, "gemm (CUDA): empty weight");
+  check(a.ldx >= a.k && a.ldy >= a.n, "gemm (CUDA): row stride smaller than the row (ldx ", a.ldx,
+        ", k ", a.k, ", ldy ", a.ldy, ", n ", a.n, ")");
+  if (a.m == 0) return;
+  const Shape& s = shape_for(a);
+  if (s.fallback) {
+    gemm_fallback_cuda(a.x, a.ldx, a.w, a.n, a.k, a.y, a.ldy, a.m, stream);
+    bias_activation_cuda(a.y, a.ldy, a.m, a.n, a.bias, a.act, stream);
+    return;
+  }
+  // The bias pointer changes between steps of the same shape; the descriptor is read at enqueue.
+  if (s.fused_bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias);
+  const float alpha = 1.0f, beta = 0.0f;
+  IL_CUBLAS_CHECK(cublasLtMatmul(handle_, s.desc, &alpha, a.w, s.w, a.x, s.x, &beta, a.y, s.y, a.y, s.y,
+                                 &s.algo, workspace_, workspace_bytes_, stream));
+  const float* rest_bias = s.fused_bias ? nullptr : a.bias;
+  const Activation rest_act = s.fused_act ? Activation::kNone : a.act;
+  bias_activation_cuda(a.y, a.ldy, a.m, a.n, rest_bias, rest_act, stream);
+}
+
+}  // namespace il::ops

@@ -1,0 +1,66 @@
+// The CUDA GEMM: y[m, n] = act(x[m, k] · W[n, k]ᵀ + bias[n]) through cuBLASLt, f32 in and out
+// with f32 compute (no TF32: this is the parity class). x and y may be column windows of wider
+// buffers (ldx ≥ k, ldy ≥ n); W keeps the Hugging Face [out, in] layout, read transposed.
+// Bias and ReLU run in cuBLASLt's epilogue; the other activations in ops/activation_cuda.cu.
+// Where cuBLASLt offers no algorithm for a shape (alignment, strides), a plain tiled kernel runs.
+// Only CUDA code includes this header.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <tuple>
+
+#include "inferencelayer/types.h"
+
+namespace il::ops {
+
+struct GemmCudaArgs {
+  const float* x = nullptr;
+  std::size_t ldx = 0;
+  const float* w = nullptr;  // [n, k] row-major
+  std::size_t n = 0, k = 0;
+  const float* bias = nullptr;  // [n] or null
+  float* y = nullptr;
+  std::size_t ldy = 0;
+  std::size_t m = 0;
+  Activation act = Activation::kNone;
+};
+
+// One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
+// allocated once, and per shape the descriptors and the algorithm the heuristic picked, so a
+// replayed shape costs one cublasLtMatmul call.
+class CublasLtGemm {
+ public:
+  explicit CublasLtGemm(std::size_t workspace_bytes = std::size_t{32} << 20);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  void run(const GemmCudaArgs& a, cudaStream_t stream);
+
+ private:
+  // Everything the algorithm choice depends on: sizes, strides, epilogue, pointer alignments.
+  using Key = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, int,
+                         unsigned, unsigned, unsigned>;
+  struct Shape {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool fused_bias = false;  // the epilogue adds the bias
+    bool fused_act = false;   // the epilogue applies the activation
+    bool fallback = false;    // cuBLASLt found no algorithm: ops::gemm_fallback_cuda runs it
+  };
+  const Shape& shape_for(const GemmCudaArgs& a);
+  bool try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue, Shape& s);
+  static void destroy(Shape& s);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  std::map<Key, Shape> shapes_;
+};
+
+}  // namespace il::ops

@@ -1,0 +1,70 @@
+// Pooling (mean / CLS / last) and row L2 normalisation on the GPU. Sums run in double, as the
+// CPU ops do, so long sequences keep f32 parity.
+#include "ops/check_cuda.h"
+#include "ops/ops_cuda.h"
+#include "ops/reduce_cuda.cuh"
+
+namespace il::ops {
+namespace {
+
+constexpr int kPoolThreads = 128;
+constexpr int kL2Threads = 256;
+
+// Block (sequence, column chunk); a thread owns one column, so reads of a row coalesce.
+__global__ void pool_kernel(PoolArgs p) {
+  const std::size_t s = blockIdx.x;
+  const std::size_t j = blockIdx.y * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (j >= p.cols) return;
+  const std::size_t begin = static_cast<std::size_t>(p.seq_starts[s]);
+  const std::size_t end = static_cast<std::size_t>(p.seq_starts[s + 1]);
+  float* out = p.out + s * p.ldo;
+  if (end == begin) {  // an empty sequence pools to zeros rather than reading its neighbour
+    out[j] = 0.0f;
+    return;
+  }
+  switch (p.mode) {
+    case PoolingMode::kCls: out[j] = p.x[begin * p.ldx + j]; return;
+    case PoolingMode::kLastToken: out[j] = p.x[(end - 1) * p.ldx + j]; return;
+    case PoolingMode::kMean: {
+      double acc = 0.0;
+      for (std::size_t r = begin; r < end; ++r) acc += p.x[r * p.ldx + j];
+      out[j] = static_cast<float>(acc * (1.0 / static_cast<double>(end - begin)));
+      return;
+    }
+  }
+}
+
+__global__ void l2_rows_kernel(L2RowsArgs p) {
+  __shared__ double scratch[kL2Threads / 32];
+  float* row = p.x + static_cast<std::size_t>(blockIdx.x) * p.ldx;
+  double sq = 0.0;
+  for (std::size_t j = threadIdx.x; j < p.cols; j += blockDim.x) sq += static_cast<double>(row[j]) * row[j];
+  sq = cuda_reduce::block_sum(sq, scratch);
+  if (sq <= 0.0) return;  // an all-zero row stays zero (torch's F.normalize)
+  const float inv = static_cast<float>(1.0 / sqrt(sq));
+  for (std::size_t j = threadIdx.x; j < p.cols; j += blockDim.x) row[j] *= inv;
+}
+
+}  // namespace
+
+void pool_cuda(const PoolArgs& a, cudaStream_t stream) {
+  check(a.x && a.out && a.seq_starts, "pool: null operand");
+  check(a.ldx >= a.cols && a.ldo >= a.cols, "pool: row stride smaller than the row");
+  if (a.num_seqs == 0 || a.cols == 0) return;
+  check(a.num_seqs < (1u << 31), "pool: too many sequences for one launch");
+  const dim3 grid(static_cast<unsigned>(a.num_seqs),
+                  static_cast<unsigned>((a.cols + kPoolThreads - 1) / kPoolThreads));
+  pool_kernel<<<grid, kPoolThreads, 0, stream>>>(a);
+  IL_CUDA_CHECK_LAUNCH();
+}
+
+void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream) {
+  check(a.x != nullptr || a.rows == 0, "l2_rows: null operand");
+  check(a.ldx >= a.cols, "l2_rows: row stride smaller than the row");
+  if (a.rows == 0 || a.cols == 0) return;
+  check(a.rows < (1u << 31), "l2_rows: too many rows for one launch");
+  l2_rows_kernel<<<static_cast<unsigned>(a.rows), kL2Threads, 0, stream>>>(a);
+  IL_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace il::ops

@@ -1,0 +1,121 @@
+// Every fixture model on CUDA (f32) against the committed transformers outputs, with the CPU
+// oracle's tolerance; batch invariance on the GPU (alone, one mixed batch, many small batches);
+// and the CUDA engine against the CPU engine on the same inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "fixture.h"
+#include "gpu_test_util.h"
+#include "inferencelayer/engine.h"
+
+namespace il::test {
+namespace {
+
+constexpr double kTolerance = 1e-4;       // as tests/oracle: max-abs on pooled vectors and scores
+constexpr double kBatchTolerance = 1e-5;  // as tests/oracle
+
+double max_abs(const float* a, const float* b, std::size_t n) {
+  double m = 0;
+  for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+EngineOptions on_cuda(std::size_t max_batch_tokens = 16384) {
+  EngineOptions o;
+  o.device = "cuda:0";
+  o.max_batch_tokens = max_batch_tokens;
+  return o;
+}
+
+class GpuModelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    IL_REQUIRE_GPU();
+    fixture_ = load_fixture(GetParam());
+    engine_ = Engine::load(fixture_.dir, on_cuda());
+  }
+
+  Matrix run(Engine& e, const std::vector<TokenInput>& inputs) {
+    return fixture_.kind == "embedding" ? e.embed(inputs, {}) : e.score(inputs);
+  }
+  const std::vector<float>& expected(const FixtureCase& c) const {
+    return fixture_.kind == "embedding" ? c.pooled : c.scores;
+  }
+  std::vector<TokenInput> all_inputs() const {
+    std::vector<TokenInput> inputs;
+    for (const FixtureCase& c : fixture_.cases) inputs.push_back(c.input);
+    for (const FixtureCase& c : fixture_.id_cases) inputs.push_back(c.input);
+    return inputs;
+  }
+
+  Fixture fixture_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_P(GpuModelTest, EveryCaseMatchesTransformers) {
+  std::size_t checked = 0;
+  double worst = 0;
+  for (const auto* list : {&fixture_.cases, &fixture_.id_cases})
+    for (const FixtureCase& c : *list) {
+      const Matrix out = run(*engine_, {c.input});
+      ASSERT_EQ(out.cols, expected(c).size());
+      const double err = max_abs(out.row(0), expected(c).data(), out.cols);
+      worst = std::max(worst, err);
+      EXPECT_LE(err, kTolerance) << c.input.ids.size() << " tokens: " << c.text;
+      ++checked;
+    }
+  EXPECT_GT(checked, 0u);
+  std::printf("[gpu] %s: %zu cases, max-abs error vs transformers %.3g\n", GetParam().c_str(), checked, worst);
+}
+
+TEST_P(GpuModelTest, HiddenStatesMatchTransformers) {
+  std::size_t checked = 0;
+  for (const auto* list : {&fixture_.cases, &fixture_.id_cases})
+    for (const FixtureCase& c : *list) {
+      if (!c.hidden) continue;
+      const auto out = engine_->hidden_states({c.input});
+      ASSERT_EQ(out[0].rows, c.hidden->rows);
+      ASSERT_EQ(out[0].cols, c.hidden->cols);
+      EXPECT_LE(max_abs(out[0].data.data(), c.hidden->data.data(), out[0].data.size()), kTolerance);
+      ++checked;
+    }
+  EXPECT_GT(checked, 0u) << "the fixture holds no hidden states";
+}
+
+TEST_P(GpuModelTest, BatchInvariance) {
+  const auto inputs = all_inputs();
+  const Matrix together = run(*engine_, inputs);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Matrix alone = run(*engine_, {inputs[i]});
+    EXPECT_LE(max_abs(alone.row(0), together.row(i), together.cols), kBatchTolerance) << "input " << i;
+  }
+  auto split_engine = Engine::load(fixture_.dir, on_cuda(70));  // many batches, each input fits
+  const Matrix split = run(*split_engine, inputs);
+  EXPECT_LE(max_abs(split.data.data(), together.data.data(), together.data.size()), kBatchTolerance);
+}
+
+TEST_P(GpuModelTest, AgreesWithTheCpuEngine) {
+  const auto inputs = all_inputs();
+  auto cpu = Engine::load(fixture_.dir, {});
+  const Matrix want = run(*cpu, inputs);
+  const Matrix got = run(*engine_, inputs);
+  ASSERT_EQ(got.data.size(), want.data.size());
+  const double err = max_abs(got.data.data(), want.data.data(), want.data.size());
+  EXPECT_LE(err, kTolerance);
+  std::printf("[gpu] %s: CUDA vs CPU engine max-abs %.3g over %zu inputs\n", GetParam().c_str(), err, inputs.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GpuModelTest,
+                         ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce", "xlmr-ce", "xlmr-ce2",
+                                           "jina-ce"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace il::test

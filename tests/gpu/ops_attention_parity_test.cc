@@ -1,0 +1,202 @@
+// CUDA attention, embedding and pooling against the CPU ops: ragged batches mixing lengths 1 …
+// 1000 (and empty sequences), GQA, causal and window masks, head dims up to 256, strided views,
+// and one 8192-token sequence. f32 max-abs error ≤ 1e-4 relative to the output's scale.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/thread_pool.h"
+#include "gpu_test_util.h"
+#include "ops/attention.h"
+#include "ops/embed.h"
+#include "ops/ops_cuda.h"
+#include "ops/pool.h"
+#include "../unit/reference.h"
+
+namespace il::test {
+namespace {
+
+constexpr double kTol = 1e-4;
+constexpr float kSentinel = -3.5f;
+
+std::vector<int32_t> starts_of(const std::vector<int32_t>& lengths) {
+  std::vector<int32_t> s = {0};
+  for (int32_t l : lengths) s.push_back(s.back() + l);
+  return s;
+}
+
+std::size_t longest(const std::vector<int32_t>& lengths) {
+  int32_t m = 0;
+  for (int32_t l : lengths) m = std::max(m, l);
+  return static_cast<std::size_t>(m);
+}
+
+struct AttnCase {
+  std::vector<int32_t> lengths;
+  std::size_t heads, kv_heads, head_dim;
+  ops::MaskMode mask;
+  std::size_t window;
+};
+
+std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
+  os << c.lengths.size() << " seqs (longest " << longest(c.lengths) << "), heads " << c.heads << "/" << c.kv_heads
+     << ", head_dim " << c.head_dim << (c.mask == ops::MaskMode::kCausal ? ", causal" : ", bidirectional")
+     << ", window " << c.window;
+  return os;
+}
+
+// Runs both ops on q, k, v packed like the fused QKV projection (one buffer, q | k | v per row)
+// and an output window at column 1 of a wider buffer; returns the max error relative to scale.
+double attention_error(const AttnCase& c, uint32_t seed) {
+  const auto starts = starts_of(c.lengths);
+  const std::size_t total = static_cast<std::size_t>(starts.back());
+  const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw;
+  const std::size_t ldo = qw + 3;
+  const auto packed = random_vector(total * ld, seed, 1.5f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  std::vector<float> out_cpu(total * ldo, kSentinel);
+  ThreadPool pool(0);
+  ops::attention_cpu({packed.data(), ld, packed.data() + qw, ld, packed.data() + qw + kvw, ld, out_cpu.data() + 1,
+                      ldo, starts.data(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
+                     pool);
+  DeviceArray<float> dp(packed), dout(std::vector<float>(total * ldo, kSentinel));
+  DeviceArray<int32_t> dstarts(starts);
+  ops::attention_cuda({dp.get(), ld, dp.get() + qw, ld, dp.get() + qw + kvw, ld, dout.get() + 1, ldo, dstarts.get(),
+                       c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
+                      longest(c.lengths), nullptr);
+  const auto out_gpu = dout.download();
+  return max_abs_diff(out_gpu, out_cpu) / scale_of(out_cpu);
+}
+
+class GpuAttention : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(GpuAttention, MatchesCpu) {
+  IL_REQUIRE_GPU();
+  EXPECT_LE(attention_error(GetParam(), 42), kTol) << GetParam();
+}
+
+const std::vector<int32_t> kMixed = {1, 7, 1000, 0, 33, 2, 257, 97, 64, 65, 31, 500};
+using ops::MaskMode;
+
+INSTANTIATE_TEST_SUITE_P(
+    Ragged, GpuAttention,
+    ::testing::Values(AttnCase{{1}, 1, 1, 1, MaskMode::kBidirectional, 0},
+                      AttnCase{{7}, 2, 2, 8, MaskMode::kBidirectional, 0},
+                      AttnCase{kMixed, 4, 4, 32, MaskMode::kBidirectional, 0},
+                      AttnCase{kMixed, 12, 12, 64, MaskMode::kBidirectional, 0},
+                      AttnCase{kMixed, 4, 2, 64, MaskMode::kCausal, 0},
+                      AttnCase{kMixed, 6, 1, 80, MaskMode::kBidirectional, 128},
+                      AttnCase{kMixed, 2, 2, 128, MaskMode::kCausal, 0},
+                      AttnCase{kMixed, 4, 2, 128, MaskMode::kBidirectional, 16},
+                      AttnCase{{257, 3, 1000}, 2, 1, 256, MaskMode::kBidirectional, 0},
+                      AttnCase{{97, 1, 33}, 4, 2, 16, MaskMode::kCausal, 0},
+                      AttnCase{{1, 2, 3, 5, 8, 13, 21, 34, 55}, 6, 3, 7, MaskMode::kCausal, 5},
+                      AttnCase{{300, 41}, 3, 3, 48, MaskMode::kCausal, 63}));
+
+TEST(GpuAttentionLong, Sequence8192MatchesCpuWithoutDeviceAllocation) {
+  IL_REQUIRE_GPU();
+  // One 8192-token sequence: a kernel with an n × n score buffer would need 256 MiB per head.
+  // Ours allocates nothing: device free memory is the same before and after the launch (inputs
+  // and outputs are allocated before the first reading).
+  const AttnCase c{{8192}, 2, 2, 64, MaskMode::kBidirectional, 0};
+  const auto starts = starts_of(c.lengths);
+  const std::size_t total = 8192, width = c.heads * c.head_dim, ld = 3 * width;
+  const auto packed = random_vector(total * ld, 11, 1.0f);
+  DeviceArray<float> dp(packed), dout(std::vector<float>(total * width, 0.0f));
+  DeviceArray<int32_t> dstarts(starts);
+  IL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::size_t free_before = 0, free_after = 0, total_mem = 0;
+  IL_CUDA_CHECK(cudaMemGetInfo(&free_before, &total_mem));
+  ops::attention_cuda({dp.get(), ld, dp.get() + width, ld, dp.get() + 2 * width, ld, dout.get(), width, dstarts.get(),
+                       1, c.heads, c.heads, c.head_dim, 0.125f, c.mask, 0},
+                      total, nullptr);
+  IL_CUDA_CHECK(cudaDeviceSynchronize());
+  IL_CUDA_CHECK(cudaMemGetInfo(&free_after, &total_mem));
+  EXPECT_EQ(free_before, free_after) << "attention allocated device memory";
+  std::vector<float> out_cpu(total * width);
+  ThreadPool pool(0);
+  ops::attention_cpu({packed.data(), ld, packed.data() + width, ld, packed.data() + 2 * width, ld, out_cpu.data(),
+                      width, starts.data(), 1, c.heads, c.heads, c.head_dim, 0.125f, c.mask, 0},
+                     pool);
+  EXPECT_LE(max_abs_diff(dout.download(), out_cpu), kTol * scale_of(out_cpu));
+}
+
+TEST(GpuAttentionLong, CausalAndWindowed8192MatchCpu) {
+  IL_REQUIRE_GPU();
+  EXPECT_LE(attention_error({{8192}, 4, 2, 64, MaskMode::kCausal, 0}, 12), kTol);
+  EXPECT_LE(attention_error({{8192, 5}, 2, 2, 128, MaskMode::kBidirectional, 256}, 13), kTol);
+}
+
+TEST(GpuEmbed, MatchesCpuWithPositionsOffsetsAndTypes) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  const std::size_t cols = 97, ldo = cols + 4, vocab = 50, max_pos = 1100, offset = 2;
+  const std::vector<int32_t> lengths = {1, 5, 0, 1000, 17, 300};
+  const auto starts = starts_of(lengths);
+  const std::size_t total = static_cast<std::size_t>(starts.back());
+  std::vector<int32_t> tokens(total), types(total);
+  for (std::size_t t = 0; t < total; ++t) {
+    tokens[t] = static_cast<int32_t>((t * 7 + 3) % vocab);
+    types[t] = static_cast<int32_t>(t % 2);
+  }
+  const auto word = random_vector(vocab * cols, 21), pos = random_vector(max_pos * cols, 22),
+             type = random_vector(2 * cols, 23);
+  DeviceArray<int32_t> dtok(tokens), dtypes(types), dstarts(starts);
+  DeviceArray<float> dword(word), dpos(pos), dtype(type);
+  for (int variant = 0; variant < 3; ++variant) {
+    // 0: word + position + type ids; 1: type table without ids (all 0); 2: word only.
+    const bool with_pos = variant < 2, with_type = variant < 2, with_ids = variant == 0;
+    std::vector<float> out_cpu(total * ldo, kSentinel);
+    ops::embed_cpu({tokens.data(), with_ids ? types.data() : nullptr, starts.data(), lengths.size(), word.data(),
+                    with_pos ? pos.data() : nullptr, offset, with_type ? type.data() : nullptr, out_cpu.data() + 1,
+                    ldo, cols},
+                   pool);
+    DeviceArray<float> dout(std::vector<float>(total * ldo, kSentinel));
+    ops::embed_cuda({dtok.get(), with_ids ? dtypes.get() : nullptr, dstarts.get(), lengths.size(), dword.get(),
+                     with_pos ? dpos.get() : nullptr, offset, with_type ? dtype.get() : nullptr, dout.get() + 1, ldo,
+                     cols},
+                    total, nullptr);
+    EXPECT_LE(max_abs_diff(dout.download(), out_cpu), kTol * scale_of(out_cpu)) << "variant " << variant;
+  }
+}
+
+TEST(GpuPool, MatchesCpuForEveryModeAndEmptySequences) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  const std::vector<int32_t> lengths = {1, 0, 7, 1000, 97, 2, 257};
+  const auto starts = starts_of(lengths);
+  const std::size_t total = static_cast<std::size_t>(starts.back());
+  for (std::size_t cols : {1, 97, 768}) {
+    const std::size_t ldx = cols + 2, ldo = cols + 1;
+    auto x = random_vector(total * ldx, 31, 2.0f);
+    for (float& v : x) v += 1.0f;
+    DeviceArray<float> dx(x);
+    DeviceArray<int32_t> dstarts(starts);
+    for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
+      std::vector<float> out_cpu(lengths.size() * ldo, kSentinel);
+      ops::pool_cpu({x.data() + 1, ldx, out_cpu.data(), ldo, starts.data(), lengths.size(), cols, mode}, pool);
+      DeviceArray<float> dout(std::vector<float>(lengths.size() * ldo, kSentinel));
+      ops::pool_cuda({dx.get() + 1, ldx, dout.get(), ldo, dstarts.get(), lengths.size(), cols, mode}, nullptr);
+      EXPECT_LE(max_abs_diff(dout.download(), out_cpu), kTol * scale_of(out_cpu))
+          << "cols " << cols << " mode " << pooling_name(mode);
+    }
+  }
+}
+
+TEST(GpuL2Rows, MatchesCpuAndLeavesZeroRowsZero) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  for (std::size_t rows : {1, 7, 97, 257, 1025}) {
+    const std::size_t cols = 384, ld = cols + 3;
+    auto x = random_vector(rows * ld, 41, 3.0f);
+    for (std::size_t j = 0; j < cols; ++j) x[(rows / 2) * ld + 1 + j] = 0.0f;  // one all-zero row
+    std::vector<float> cpu = x;
+    ops::l2_rows_cpu({cpu.data() + 1, ld, rows, cols}, pool);
+    DeviceArray<float> dx(x);
+    ops::l2_rows_cuda({dx.get() + 1, ld, rows, cols}, nullptr);
+    EXPECT_LE(max_abs_diff(dx.download(), cpu), kTol) << "rows " << rows;
+  }
+}
+
+}  // namespace
+}  // namespace il::test
