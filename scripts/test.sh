@@ -7,6 +7,8 @@ scripts/install-deps.sh
 if [ -f tools/tokenizer_oracle/package-lock.json ]; then
   npm ci --silent --no-audit --no-fund --prefix tools/tokenizer_oracle
 fi
+# The official openai client the server tests call /v1/embeddings with (fails under CI if absent).
+npm ci --silent --no-audit --no-fund --prefix tools/server_client
 
 jobs=$(nproc)
 scripts/build.sh -DIL_BUILD_TESTS=ON
