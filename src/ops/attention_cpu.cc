@@ -47,7 +47,7 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 // Rows of `rows` values each (row i at src + i * ld) into kernel micro-panels of mr rows,
 // k-major, padding rows zero, each value multiplied by `scale`.
-void pack_micro_panels(const float* src, std::size_t ld, std::size_t n_rows, std::size_t depth,
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void pack_micro_panels(const float* src, std::size_t ld, std::size_t n_rows, std::size_t depth,
                        std::size_t mr, float scale, float* dst) {
   for (std::size_t i0 = 0; i0 < n_rows; i0 += mr) {
     for (std::size_t i = 0; i < mr; ++i) {
@@ -64,7 +64,7 @@ void pack_micro_panels(const float* src, std::size_t ld, std::size_t n_rows, std
 
 // `count` vectors of `width` floats (vector r at src + r * ld) as GEMM panels over their
 // elements: panel p, row r holds elements p*32 … p*32+31 of vector r (V, depth = keys).
-void pack_value_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width,
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void pack_value_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width,
                        float* dst) {
   for (std::size_t p = 0; p < ceil_div(width, kPanel); ++p) {
     float* panel = dst + p * count * kPanel;
@@ -78,7 +78,7 @@ void pack_value_panels(const float* src, std::size_t ld, std::size_t count, std:
 
 // The transpose: panel p holds vectors p*32 … p*32+31 as columns, one row per element
 // (Kᵀ, depth = head_dim).
-void pack_key_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width,
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void pack_key_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width,
                      float* dst) {
   for (std::size_t p = 0; p < ceil_div(count, kPanel); ++p) {
     float* panel = dst + p * width * kPanel;
@@ -92,6 +92,45 @@ void pack_key_panels(const float* src, std::size_t ld, std::size_t count, std::s
       }
     }
   }
+}
+
+// Softmax of s[lo, hi), written to p[j * p_stride] for j in [0, n) with zeros outside [lo, hi)
+// (inadmissible keys weigh nothing; a row with no admissible key gives zeros): p is the row's
+// place in the kernel micro-panel, so P·V needs no repacking. Max and sum run in 16 independent
+// lanes so they vectorise without reordering any one lane's additions. Built for AVX-512 and
+// AVX2 as well as the baseline, chosen at load time.
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void softmax_row(
+    float* s, std::size_t n, std::size_t lo, std::size_t hi, float* p, std::size_t p_stride) {
+  constexpr std::size_t kLanes = 16;
+  for (std::size_t j = 0; j < lo; ++j) p[j * p_stride] = 0.0f;
+  for (std::size_t j = hi; j < n; ++j) p[j * p_stride] = 0.0f;
+  if (hi <= lo) return;
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, -std::numeric_limits<float>::infinity());
+  std::size_t j = lo;
+  for (; j + kLanes <= hi; j += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) lane[l] = lane[l] > s[j + l] ? lane[l] : s[j + l];
+  float mx = -std::numeric_limits<float>::infinity();
+  for (; j < hi; ++j) mx = std::max(mx, s[j]);
+  for (float v : lane) mx = std::max(mx, v);
+
+  std::fill_n(lane, kLanes, 0.0f);
+  j = lo;
+  for (; j + kLanes <= hi; j += kLanes) {
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      const float e = fast_exp(s[j + l] - mx);
+      s[j + l] = e;
+      lane[l] += e;
+    }
+  }
+  float sum = 0.0f;
+  for (; j < hi; ++j) {
+    s[j] = fast_exp(s[j] - mx);
+    sum += s[j];
+  }
+  for (float v : lane) sum += v;
+  const float inv = 1.0f / sum;
+  for (j = lo; j < hi; ++j) p[j * p_stride] = s[j] * inv;
 }
 
 // c[rows, cols] = a (micro-panels over `depth`) · b (panels over `depth`), by kernel tiles.
@@ -154,25 +193,12 @@ void run_task(const AttentionArgs& a, const Task& t, Scratch& sc, const gemm_ker
     std::size_t lo, hi;
     key_range(a, t.row0 + r, len, lo, hi);
     const bool any = hi > lo;
-    lo = any ? lo - klo : 0;
-    hi = any ? hi - klo : 0;
-    float* s = scores + r * ld_scores;
-    if (hi > lo) {
-      float mx = -std::numeric_limits<float>::infinity();
-      for (std::size_t j = lo; j < hi; ++j) mx = std::max(mx, s[j]);
-      // Exponentials in their own loop so it vectorises; a float sum in the same loop would
-      // not (without -ffast-math the additions keep their order).
-      for (std::size_t j = lo; j < hi; ++j) s[j] = fast_exp(s[j] - mx);
-      float sum = 0.0f;
-      for (std::size_t j = lo; j < hi; ++j) sum += s[j];
-      const float inv = 1.0f / sum;
-      for (std::size_t j = lo; j < hi; ++j) s[j] *= inv;
-    }
-    // Inadmissible keys weigh nothing; a row with no admissible key gives zeros.
-    std::fill(s, s + lo, 0.0f);
-    std::fill(s + hi, s + nk, 0.0f);
+    softmax_row(scores + r * ld_scores, nk, any ? lo - klo : 0, any ? hi - klo : 0,
+                probs + (r / mr) * mr * nk + r % mr, mr);
   }
-  pack_micro_panels(scores, ld_scores, t.rows, nk, mr, 1.0f, probs);
+  // The padding rows of the last micro-panel.
+  for (std::size_t r = t.rows; r < row_panels; ++r)
+    for (std::size_t j = 0; j < nk; ++j) probs[(r / mr) * mr * nk + j * mr + r % mr] = 0.0f;
   pack_value_panels(v0, a.ldv, nk, hd, values);
   tile_product(kern, probs, t.rows, values, hd, nk, out, a.ldo);
 }
