@@ -63,6 +63,7 @@ struct TokenizeOptions {
   bool truncate = true;
   bool truncate_left = false;  // cut tokens from the start of the text instead of its end
   bool add_special_tokens = true;
+  bool limit_length = true;    // false: no maximum at all (showing a whole tokenization)
 };
 
 // One token with its UTF-8 byte span in the text; special tokens added by the post-processor

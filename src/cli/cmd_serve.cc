@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,16 +32,25 @@ sigset_t block_stop_signals() {
   return set;
 }
 
+// load_engine's checks, plus the device (the other subcommands run on the CPU).
+std::unique_ptr<Engine> load_serving_engine(const server::ServeOptions& o) {
+  const std::filesystem::path dir(o.model);
+  if (!std::filesystem::is_directory(dir)) throw UsageError("model folder " + o.model + " does not exist or is not a folder");
+  if (!std::filesystem::exists(dir / "config.json")) throw UsageError("model folder " + o.model + " has no config.json");
+  EngineOptions options;
+  options.device = o.device;
+  options.max_batch_tokens = o.max_batch_tokens;
+  options.threads = o.threads;
+  auto engine = Engine::load(dir, options);
+  if (engine->info().random_weights)
+    std::fprintf(stderr, "note: %s holds random weights (a demo/test model): its vectors carry no meaning\n", o.model.c_str());
+  return engine;
+}
+
 void run_serve(const server::ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be between 0 and 65535");
   const sigset_t stop_signals = block_stop_signals();
-  EngineArgs ea;
-  ea.model = o.model;
-  ea.max_batch_tokens = o.max_batch_tokens;
-  ea.threads = o.threads;
-  if (o.device != "cpu" && o.device != "auto")
-    throw UsageError("--device " + o.device + " is not available in this build (available: cpu)");
-  server::Server srv(o, load_engine(ea));
+  server::Server srv(o, load_serving_engine(o));
   const int port = srv.bind();
   std::printf("listening on http://%s:%d\n", o.host.c_str(), port);
   std::fflush(stdout);
@@ -93,7 +103,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_flag("--auto-truncate", o->auto_truncate,
                 "Truncate over-long inputs when a request does not say (default: refuse them with 422)")
       ->envname("IL_AUTO_TRUNCATE");
-  cmd->add_option("--device", o->device, "cpu (or auto)")->capture_default_str()->envname("IL_DEVICE");
+  cmd->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str()->envname("IL_DEVICE");
   cmd->add_option("--threads", o->threads, "Compute threads (0 = one per hardware thread)")
       ->capture_default_str()->envname("IL_THREADS");
   cmd->add_option("--tokenization-workers", o->tokenization_workers, "Tokenizer threads (0 = one per hardware thread)")

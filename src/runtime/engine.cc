@@ -187,6 +187,7 @@ class LocalEngine final : public Engine {
   text::EncodeOptions encode_options(const TokenizeOptions& options) const {
     text::EncodeOptions o = encode_options(options.truncate);
     o.add_special_tokens = options.add_special_tokens;
+    if (!options.limit_length) o.max_length = 0;
     o.direction = options.truncate_left ? text::TruncationDirection::kLeft : text::TruncationDirection::kRight;
     return o;
   }
@@ -220,14 +221,14 @@ class LocalEngine final : public Engine {
 
 // Defaults for engines without a tokenizer-level API of their own.
 TokenInput Engine::tokenize_with(std::string_view text, const TokenizeOptions& options) const {
-  check(options.add_special_tokens && !options.truncate_left,
+  check(options.add_special_tokens && !options.truncate_left && options.limit_length,
         "this engine does not support these tokenization options");
   return tokenize(text, options.truncate);
 }
 
 TokenInput Engine::tokenize_pair_with(std::string_view first, std::string_view second,
                                       const TokenizeOptions& options) const {
-  check(options.add_special_tokens && !options.truncate_left,
+  check(options.add_special_tokens && !options.truncate_left && options.limit_length,
         "this engine does not support these tokenization options");
   return tokenize_pair(first, second, options.truncate);
 }

@@ -236,7 +236,7 @@ std::shared_ptr<Job> run_job(Context& ctx, JobKind kind, std::vector<TokenInput>
   return job;
 }
 
-void set_timing_headers(httplib::Response& res, const Timings& t) {
+void set_timing_headers(httplib::Response& res, const Timings& t, const std::string& device) {
   char buf[32];
   const auto put = [&](const char* name, double ms) {
     std::snprintf(buf, sizeof buf, "%.3f", ms);
@@ -247,7 +247,7 @@ void set_timing_headers(httplib::Response& res, const Timings& t) {
   put("x-inference-time", t.inference_ms);
   put("x-compute-time", t.tokenization_ms + t.queue_ms + t.inference_ms);
   res.set_header("x-compute-tokens", std::to_string(t.tokens));
-  res.set_header("x-compute-type", "cpu");
+  res.set_header("x-compute-type", device);
 }
 
 void require_embedding_model(const Context& ctx) {

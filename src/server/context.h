@@ -77,7 +77,7 @@ std::vector<TokenInput> tokenize_pairs(Context& ctx, const std::string& query,
 std::shared_ptr<Job> run_job(Context& ctx, JobKind kind, std::vector<TokenInput> inputs,
                              const httplib::Request& req, Timings& timings);
 
-void set_timing_headers(httplib::Response& res, const Timings& timings);
+void set_timing_headers(httplib::Response& res, const Timings& timings, const std::string& device);
 
 // 424 unless the loaded model is of this kind.
 void require_embedding_model(const Context& ctx);

@@ -15,7 +15,7 @@ void tokenize(Context& ctx, const httplib::Request& req, httplib::Response& res,
   Inputs inputs = parse_inputs(body, "inputs", ctx);
   if (inputs.token_ids) throw validation_error("'inputs' must be a text or an array of texts");
   TextOptions options = text_options(body, ctx, true);
-  options.tokenize.truncate = false;  // TEI shows the whole tokenization here
+  options.tokenize.limit_length = false;  // TEI shows the whole tokenization here
   options.tokenize.add_special_tokens = get_bool(body, "add_special_tokens", true);
   std::vector<std::vector<TokenDetail>> tokens(inputs.texts.size());
   std::string failure;

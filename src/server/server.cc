@@ -50,6 +50,8 @@ struct Server::Impl final : Router {
     const std::size_t http_threads = std::min<std::size_t>(o.max_concurrent_requests + 4, 1024);
     http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
     http.set_payload_max_length(o.payload_limit);
+    // Without it, a small answer can wait for the client's delayed ACK (~40 ms on Linux).
+    http.set_tcp_nodelay(true);
     http.set_keep_alive_max_count(1000);
     // Errors httplib answers itself (413 over the payload limit, 404, 400) get our JSON shape.
     http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
@@ -104,7 +106,7 @@ struct Server::Impl final : Router {
     try {
       handler(req, res, timings);
       if (res.status == -1) res.status = 200;  // httplib would fill it in only after us
-      set_timing_headers(res, timings);
+      set_timing_headers(res, timings, options.device);
     } catch (const ApiError& e) {
       send_error(res, e.status(), e.type(), e.what());
     } catch (const std::bad_alloc&) {

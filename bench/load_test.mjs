@@ -1,0 +1,181 @@
+// A bounded loopback load test of `inferencelayer serve`: starts the server on a free port,
+// warms it up, then fires concurrent mixed requests for a fixed time and reports throughput,
+// p50 / p99 latency per route, answers by status, and the server's RSS before and after.
+// It stops by itself (--seconds), talks to 127.0.0.1 only, and needs nothing but Node 18+.
+//
+//   node bench/load_test.mjs --bin build/inferencelayer --model DIR [--seconds 20]
+//        [--concurrency 32] [--mix short] [--markdown] [-- extra serve options...]
+//
+// --mix short: only single short (<= 32 tokens) /embed texts; --mix mixed (default): /embed
+// single and batched, /v1/embeddings, /tokenize, /embed_all, /health and /metrics (or /rerank,
+// /predict and /v1/rerank for a cross-encoder). Exit status 1 when any answer was neither 2xx
+// nor a deliberate 429.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+
+function parseArgs(argv) {
+  const o = { bin: 'build/inferencelayer', model: '', config: '', seconds: 20, concurrency: 32, mix: 'mixed',
+              warmup: 200, markdown: false, extra: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') { o.extra = argv.slice(i + 1); break; }
+    if (a === '--markdown') { o.markdown = true; continue; }
+    const v = argv[++i];
+    if (v === undefined) throw new Error(`${a} needs a value`);
+    if (a === '--bin') o.bin = v;
+    else if (a === '--model') o.model = v;
+    else if (a === '--seconds') o.seconds = Number(v);
+    else if (a === '--concurrency') o.concurrency = Number(v);
+    else if (a === '--mix') o.mix = v;
+    else if (a === '--warmup') o.warmup = Number(v);
+    else throw new Error(`unknown option ${a}`);
+  }
+  if (!o.model) throw new Error('--model DIR is required');
+  return o;
+}
+
+function rssKiB(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+}
+
+const WORDS = ('the quick brown fox jumps over a lazy dog while searching for relevant documents about ' +
+  'embedding models vector databases and reranking pipelines in production systems').split(' ');
+let seed = 12345;
+function rand(n) { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; }
+function sentence(minWords, maxWords) {
+  const n = minWords + rand(maxWords - minWords + 1);
+  return Array.from({ length: n }, () => WORDS[rand(WORDS.length)]).join(' ');
+}
+
+// Request makers by route: [method, path, body-or-null].
+function makers(kind, mix) {
+  const short = () => ['POST', '/embed', { inputs: sentence(3, 20) }];
+  if (mix === 'short') return [short];
+  if (kind === 'embedding') {
+    return [
+      short, short, short,
+      () => ['POST', '/embed', { inputs: Array.from({ length: 1 + rand(16) }, () => sentence(5, 40)), truncate: true }],
+      () => ['POST', '/v1/embeddings', { input: Array.from({ length: 1 + rand(4) }, () => sentence(3, 20)), model: 'x' }],
+      () => ['POST', '/tokenize', { inputs: sentence(3, 30) }],
+      () => ['POST', '/embed_all', { inputs: sentence(3, 12) }],
+      () => ['GET', '/health', null],
+      () => ['GET', '/metrics', null],
+    ];
+  }
+  const docs = () => Array.from({ length: 1 + rand(8) }, () => sentence(5, 30));
+  return [
+    () => ['POST', '/rerank', { query: sentence(3, 10), texts: docs(), truncate: true }],
+    () => ['POST', '/rerank', { query: sentence(3, 10), texts: docs(), truncate: true }],
+    () => ['POST', '/v1/rerank', { query: sentence(3, 10), documents: docs(), top_n: 3 }],
+    () => ['POST', '/predict', { inputs: [sentence(3, 10), sentence(5, 20)], truncate: true }],
+    () => ['POST', '/tokenize', { inputs: sentence(3, 30) }],
+    () => ['GET', '/health', null],
+  ];
+}
+
+function request(agent, port, [method, path, body]) {
+  return new Promise((resolve) => {
+    const data = body ? JSON.stringify(body) : null;
+    const start = process.hrtime.bigint();
+    const req = http.request({ host: '127.0.0.1', port, method, path, agent,
+      headers: data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {} },
+      (res) => {
+        res.on('data', () => {});
+        res.on('end', () => resolve({ path, status: res.statusCode, ms: Number(process.hrtime.bigint() - start) / 1e6 }));
+      });
+    req.on('error', (e) => resolve({ path, status: `error ${e.code || e.message}`, ms: Number(process.hrtime.bigint() - start) / 1e6 }));
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+function percentile(sorted, p) {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function startServer(o) {
+  const args = ['serve', '--model', o.model, '--port', '0', ...o.extra];
+  const child = spawn(o.bin, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout.on('data', (d) => {
+      buf += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(buf);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code} before listening`)));
+    setTimeout(() => reject(new Error('server did not start within 120 s')), 120000);
+  });
+  return { child, port };
+}
+
+async function run(o) {
+  const { child, port } = await startServer(o);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
+  const info = await new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/info', agent }, (res) => {
+      let b = '';
+      res.on('data', (d) => (b += d));
+      res.on('end', () => resolve(JSON.parse(b)));
+    }).on('error', reject);
+  });
+  const kind = info.model_type.embedding ? 'embedding' : 'cross-encoder';
+  const make = makers(kind, o.mix);
+  const pick = () => make[rand(make.length)]();
+
+  // Warm-up: every route once, then a short concurrent burst; RSS "before" is read after it.
+  for (const m of make) await request(agent, port, m());
+  await Promise.all(Array.from({ length: o.warmup }, () => request(agent, port, pick())));
+  const rssBefore = rssKiB(child.pid);
+
+  const results = [];
+  const deadline = Date.now() + o.seconds * 1000;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: o.concurrency }, async () => {
+    while (Date.now() < deadline) results.push(await request(agent, port, pick()));
+  }));
+  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+  const rssAfter = rssKiB(child.pid);
+  agent.destroy();
+  child.kill('SIGTERM');
+  const exitCode = await new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+
+  const byRoute = new Map();
+  const byStatus = new Map();
+  for (const r of results) {
+    if (!byRoute.has(r.path)) byRoute.set(r.path, []);
+    byRoute.get(r.path).push(r.ms);
+    byStatus.set(r.status, (byStatus.get(r.status) || 0) + 1);
+  }
+  const all = results.map((r) => r.ms).sort((a, b) => a - b);
+  const errors = results.filter((r) => !(typeof r.status === 'number' && ((r.status >= 200 && r.status < 300) || r.status === 429))).length;
+  const rows = [['all', results.length, results.length / wall, percentile(all, 50), percentile(all, 99)]];
+  for (const [path, ms] of [...byRoute].sort()) {
+    ms.sort((a, b) => a - b);
+    rows.push([path, ms.length, ms.length / wall, percentile(ms, 50), percentile(ms, 99)]);
+  }
+  const summary = {
+    model: info.model_id, kind, mix: o.mix, concurrency: o.concurrency, seconds: wall,
+    requests: results.length, rps: results.length / wall, p50_ms: percentile(all, 50), p99_ms: percentile(all, 99),
+    statuses: Object.fromEntries(byStatus), errors, rss_before_mib: rssBefore / 1024, rss_after_mib: rssAfter / 1024,
+    server_exit: exitCode,
+  };
+  if (o.markdown) {
+    console.log(`model ${info.model_id} (${kind}), mix ${o.mix}, ${o.concurrency} concurrent clients, ${wall.toFixed(1)} s`);
+    console.log('\n| route | requests | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- |');
+    for (const [p, n, rps, p50, p99] of rows) console.log(`| ${p} | ${n} | ${rps.toFixed(1)} | ${p50.toFixed(2)} | ${p99.toFixed(2)} |`);
+    console.log(`\nstatuses: ${JSON.stringify(summary.statuses)}; errors (not 2xx, not 429): ${errors}; ` +
+      `server RSS ${summary.rss_before_mib.toFixed(1)} MiB after warm-up → ${summary.rss_after_mib.toFixed(1)} MiB after the run; ` +
+      `exit status after SIGTERM: ${exitCode}`);
+  }
+  console.log(JSON.stringify(summary));
+  return errors === 0 && exitCode === 0;
+}
+
+run(parseArgs(process.argv.slice(2))).then((ok) => process.exit(ok ? 0 : 1), (e) => {
+  console.error(`load_test: ${e.message}`);
+  process.exit(2);
+});
