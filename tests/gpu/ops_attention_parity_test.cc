@@ -95,15 +95,18 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(GpuAttentionLong, Sequence8192MatchesCpuWithoutDeviceAllocation) {
   IL_REQUIRE_GPU();
-  // One 8192-token sequence: a kernel with an n × n score buffer would need 256 MiB per head.
-  // Ours allocates nothing: device free memory is the same before and after the launch (inputs
-  // and outputs are allocated before the first reading).
+  // One 8192-token sequence: an n × n f32 score buffer would need 256 MiB per head, 512 MiB
+  // here. Ours allocates nothing: device free memory stays within a few MiB (lazy module
+  // loading, page granularity) across the launch. A first small launch loads the kernel.
   const AttnCase c{{8192}, 2, 2, 64, MaskMode::kBidirectional, 0};
   const auto starts = starts_of(c.lengths);
   const std::size_t total = 8192, width = c.heads * c.head_dim, ld = 3 * width;
   const auto packed = random_vector(total * ld, 11, 1.0f);
   DeviceArray<float> dp(packed), dout(std::vector<float>(total * width, 0.0f));
   DeviceArray<int32_t> dstarts(starts);
+  ops::attention_cuda({dp.get(), ld, dp.get() + width, ld, dp.get() + 2 * width, ld, dout.get(), width, dstarts.get(),
+                       1, c.heads, c.heads, c.head_dim, 0.125f, c.mask, 0},
+                      1, nullptr);  // warm-up: a grid for 1 row computes only the first 32 rows
   IL_CUDA_CHECK(cudaDeviceSynchronize());
   std::size_t free_before = 0, free_after = 0, total_mem = 0;
   IL_CUDA_CHECK(cudaMemGetInfo(&free_before, &total_mem));
@@ -112,7 +115,8 @@ TEST(GpuAttentionLong, Sequence8192MatchesCpuWithoutDeviceAllocation) {
                       total, nullptr);
   IL_CUDA_CHECK(cudaDeviceSynchronize());
   IL_CUDA_CHECK(cudaMemGetInfo(&free_after, &total_mem));
-  EXPECT_EQ(free_before, free_after) << "attention allocated device memory";
+  const double grown_mib = (static_cast<double>(free_before) - static_cast<double>(free_after)) / (1 << 20);
+  EXPECT_LE(grown_mib, 16.0) << "attention took device memory during the launch";
   std::vector<float> out_cpu(total * width);
   ThreadPool pool(0);
   ops::attention_cpu({packed.data(), ld, packed.data() + width, ld, packed.data() + 2 * width, ld, out_cpu.data(),
