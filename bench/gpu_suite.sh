@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU test suite in one call on the GPU machine:
 #   bench/gpu_suite.sh BUILD_DIR        (run from the repository root)
-# BUILD_DIR is a CUDA build (-DIL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90). Logs, gtest XML and a
+# BUILD_DIR is a CUDA build (-DIL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90), or any folder holding
+# the carried gpu_ops_tests and gpu_model_tests binaries (they link our libraries statically;
+# they need libcudart / libcublasLt 13 from /usr/local/cuda/lib64 and libutf8proc.so.2). Logs, gtest XML and a
 # short summary go under $OUT (default ./out/gpu). Shared libraries the machine lacks can sit in
 # .gpu/lib (prepended to LD_LIBRARY_PATH). When the build directory still lives where it was
 # configured, ctest -L gpu runs; when it was carried elsewhere (ctest's files hold absolute
@@ -12,7 +14,9 @@ build=$(cd "$build" && pwd)
 root=$(pwd)
 out=${OUT:-$root/out/gpu}
 mkdir -p "$out"
-[ -d "$root/.gpu/lib" ] && export LD_LIBRARY_PATH="$root/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for lib in /usr/local/cuda/lib64 "$root/.gpu/lib"; do
+  [ -d "$lib" ] && export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
 export IL_SOURCE_DIR="$root"
 
 {
@@ -31,11 +35,13 @@ if [ "$configured" = "$build" ]; then
 else
   : > "$out/gpu-tests.log"
   : > "$out/summary.txt"
-  for t in "$build"/tests/gpu/gpu_*_tests; do
+  # A build tree (tests/gpu/) or a folder holding only the carried test binaries.
+  for t in "$build"/tests/gpu/gpu_*_tests "$build"/gpu_*_tests; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
-    "$t" --gtest_output="xml:$out/$name.xml" >> "$out/gpu-tests.log" 2>&1 || status=1
-    echo "== $name: $(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$out/gpu-tests.log" | tail -n 3 | paste -sd ' ')" >> "$out/summary.txt"
+    "$t" --gtest_output="xml:$out/$name.xml" > "$out/$name.log" 2>&1 || status=1
+    cat "$out/$name.log" >> "$out/gpu-tests.log"
+    echo "== $name: $(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$out/$name.log" | paste -sd ' ')" >> "$out/summary.txt"
   done
 fi
 grep -oh '\[gpu\].*' "$out/gpu-tests.log" >> "$out/summary.txt"
