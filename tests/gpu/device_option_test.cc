@@ -17,9 +17,7 @@ std::filesystem::path model_dir() { return fixtures_root() / "bert-mean"; }
 
 double max_abs(const Matrix& a, const Matrix& b) {
   if (a.data.size() != b.data.size()) return INFINITY;
-  double m = 0;
-  for (std::size_t i = 0; i < a.data.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a.data[i]) - b.data[i]));
-  return m;
+  return max_abs_finite(a.data.data(), b.data.data(), a.data.size());
 }
 
 EngineOptions with_device(const std::string& device) {

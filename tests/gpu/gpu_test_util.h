@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -62,5 +63,28 @@ class DeviceArray {
   T* ptr_ = nullptr;
   std::size_t n_ = 0;
 };
+
+// Largest |got − want| divided by the scale of `want` (its largest magnitude, at least 1). A NaN
+// or infinity on either side is an infinite error: std::max would silently skip a NaN.
+inline double rel_error(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double diff = 0.0, scale = 1.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i]) || !std::isfinite(want[i])) return INFINITY;
+    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return diff / scale;
+}
+
+// Largest |a − b| over n values, infinite when either holds a NaN or infinity.
+inline double max_abs_finite(const float* a, const float* b, std::size_t n) {
+  double m = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  }
+  return m;
+}
 
 }  // namespace il::test

@@ -16,11 +16,7 @@ namespace {
 constexpr double kTolerance = 1e-4;       // as tests/oracle: max-abs on pooled vectors and scores
 constexpr double kBatchTolerance = 1e-5;  // as tests/oracle
 
-double max_abs(const float* a, const float* b, std::size_t n) {
-  double m = 0;
-  for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
+double max_abs(const float* a, const float* b, std::size_t n) { return max_abs_finite(a, b, n); }
 
 EngineOptions on_cuda(std::size_t max_batch_tokens = 16384) {
   EngineOptions o;
