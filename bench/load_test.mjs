@@ -5,6 +5,8 @@
 //
 //   node bench/load_test.mjs --bin build/inferencelayer --model DIR [--seconds 20]
 //        [--concurrency 32] [--mix short] [--markdown] [-- extra serve options...]
+//   node bench/load_test.mjs --config bench/configs/bge-base.json --tokenizer tests/fixtures/bert-mean ...
+//        (random weights of a real model's shape: `serve --config`)
 //
 // --mix short: only single short (<= 32 tokens) /embed texts; --mix mixed (default): /embed
 // single and batched, /v1/embeddings, /tokenize, /embed_all, /health and /metrics (or /rerank,
@@ -15,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
 function parseArgs(argv) {
-  const o = { bin: 'build/inferencelayer', model: '', config: '', seconds: 20, concurrency: 32, mix: 'mixed',
+  const o = { bin: 'build/inferencelayer', model: '', config: '', tokenizer: '', seconds: 20, concurrency: 32, mix: 'mixed',
               warmup: 200, markdown: false, extra: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -25,13 +27,15 @@ function parseArgs(argv) {
     if (v === undefined) throw new Error(`${a} needs a value`);
     if (a === '--bin') o.bin = v;
     else if (a === '--model') o.model = v;
+    else if (a === '--config') o.config = v;
+    else if (a === '--tokenizer') o.tokenizer = v;
     else if (a === '--seconds') o.seconds = Number(v);
     else if (a === '--concurrency') o.concurrency = Number(v);
     else if (a === '--mix') o.mix = v;
     else if (a === '--warmup') o.warmup = Number(v);
     else throw new Error(`unknown option ${a}`);
   }
-  if (!o.model) throw new Error('--model DIR is required');
+  if (!o.model === !o.config) throw new Error('give --model DIR or --config FILE (with --tokenizer DIR)');
   return o;
 }
 
@@ -97,7 +101,8 @@ function percentile(sorted, p) {
 }
 
 async function startServer(o) {
-  const args = ['serve', '--model', o.model, '--port', '0', ...o.extra];
+  const model = o.model ? ['--model', o.model] : ['--config', o.config, ...(o.tokenizer ? ['--tokenizer', o.tokenizer] : [])];
+  const args = ['serve', ...model, '--port', '0', ...o.extra];
   const child = spawn(o.bin, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise((resolve, reject) => {
     let buf = '';

@@ -86,6 +86,11 @@ class Engine {
  public:
   static std::unique_ptr<Engine> load(const std::filesystem::path& model_dir,
                                       const EngineOptions& options);
+  // Random weights from a config.json alone (benchmarks: real speed, meaningless outputs), with
+  // the tokenizer.json at `tokenizer_json` (empty: token-id inputs only).
+  static std::unique_ptr<Engine> load_random(const std::filesystem::path& config_json,
+                                             const std::filesystem::path& tokenizer_json,
+                                             const EngineOptions& options);
   virtual ~Engine() = default;
 
   virtual const ModelInfo& info() const = 0;

@@ -32,16 +32,35 @@ sigset_t block_stop_signals() {
   return set;
 }
 
-// load_engine's checks, plus the device (the other subcommands run on the CPU).
-std::unique_ptr<Engine> load_serving_engine(const server::ServeOptions& o) {
-  const std::filesystem::path dir(o.model);
-  if (!std::filesystem::is_directory(dir)) throw UsageError("model folder " + o.model + " does not exist or is not a folder");
-  if (!std::filesystem::exists(dir / "config.json")) throw UsageError("model folder " + o.model + " has no config.json");
+EngineOptions engine_options(const server::ServeOptions& o) {
   EngineOptions options;
   options.device = o.device;
   options.max_batch_tokens = o.max_batch_tokens;
   options.threads = o.threads;
-  auto engine = Engine::load(dir, options);
+  return options;
+}
+
+// --config: random weights of a real model's shape, for load tests of a large model.
+std::unique_ptr<Engine> load_random_engine(const server::ServeOptions& o) {
+  std::filesystem::path config(o.config), tok(o.tokenizer);
+  if (std::filesystem::is_directory(config)) config /= "config.json";
+  if (!std::filesystem::exists(config)) throw UsageError("config " + config.string() + " does not exist");
+  if (!tok.empty() && std::filesystem::is_directory(tok)) tok /= "tokenizer.json";
+  if (!tok.empty() && !std::filesystem::exists(tok)) throw UsageError("tokenizer " + tok.string() + " does not exist");
+  auto engine = Engine::load_random(config, tok, engine_options(o));
+  std::fprintf(stderr, "note: random weights from %s: answers carry no meaning (a load-test model)%s\n", config.string().c_str(),
+               tok.empty() ? "; no tokenizer: token-id inputs only" : "");
+  return engine;
+}
+
+// load_engine's checks, plus the device (the other subcommands run on the CPU).
+std::unique_ptr<Engine> load_serving_engine(const server::ServeOptions& o) {
+  if (o.model.empty() == o.config.empty()) throw UsageError("give exactly one of --model DIR or --config FILE");
+  if (!o.config.empty()) return load_random_engine(o);
+  const std::filesystem::path dir(o.model);
+  if (!std::filesystem::is_directory(dir)) throw UsageError("model folder " + o.model + " does not exist or is not a folder");
+  if (!std::filesystem::exists(dir / "config.json")) throw UsageError("model folder " + o.model + " has no config.json");
+  auto engine = Engine::load(dir, engine_options(o));
   if (engine->info().random_weights)
     std::fprintf(stderr, "note: %s holds random weights (a demo/test model): its vectors carry no meaning\n", o.model.c_str());
   return engine;
@@ -83,7 +102,12 @@ Command add_serve_command(CLI::App& app) {
       "Examples:\n"
       "  inferencelayer serve -m ./bge-small --port 8080\n"
       "  curl -s localhost:8080/embed -H 'Content-Type: application/json' -d '{\"inputs\": \"hello\"}'");
-  cmd->add_option("-m,--model", o->model, "Hugging Face model folder")->required()->envname("IL_MODEL");
+  cmd->add_option("-m,--model", o->model, "Hugging Face model folder")->envname("IL_MODEL");
+  cmd->add_option("--config", o->config,
+                  "Instead of --model: a config.json (or folder) served with random weights, for load tests")
+      ->envname("IL_CONFIG");
+  cmd->add_option("--tokenizer", o->tokenizer, "With --config: the tokenizer.json (or a folder holding one) to use")
+      ->envname("IL_TOKENIZER");
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str()->envname("IL_HOST");
   cmd->add_option("--port", o->port, "Port (0 = any free port; the first stdout line names it)")
       ->capture_default_str()->envname("IL_PORT");

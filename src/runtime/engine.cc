@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
+
+#include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_executor.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
+#include "io/hf_config.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
 #include "runtime/batching.h"
@@ -51,11 +55,18 @@ std::unique_ptr<plan::Executor> make_executor(plan::Plan& plan, std::size_t max_
 class LocalEngine final : public Engine {
  public:
   LocalEngine(const std::filesystem::path& dir, const EngineOptions& options)
-      : model_(models::build_model_from_folder(dir)) {
-    const auto tok_path = dir / "tokenizer.json";
-    if (std::filesystem::exists(tok_path)) tokenizer_.emplace(text::Tokenizer::from_file(tok_path));
+      : LocalEngine(models::build_model_from_folder(dir), dir, dir / "tokenizer.json", false, options) {}
+
+  // A built model (from a folder, or random weights from a config alone) and the tokenizer.json
+  // at tok_path when there is one.
+  LocalEngine(models::BuiltModel model, const std::filesystem::path& dir, const std::filesystem::path& tok_path,
+              bool random_weights, const EngineOptions& options)
+      : model_(std::move(model)) {
+    if (!tok_path.empty() && std::filesystem::exists(tok_path))
+      tokenizer_.emplace(text::Tokenizer::from_file(tok_path));
     max_len_ = runtime::max_sequence_length(model_);
     info_ = runtime::describe(dir, model_, tokenizer_ ? tokenizer_->model_type() : "", max_len_);
+    info_.random_weights = info_.random_weights || random_weights;
     // The scratch always holds at least one maximal sequence, so any valid input fits a batch.
     max_batch_tokens_ = std::max<std::size_t>(options.max_batch_tokens, max_len_);
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
@@ -239,6 +250,21 @@ std::vector<TokenDetail> Engine::token_details(std::string_view, const TokenizeO
 
 std::string Engine::decode(const std::vector<int32_t>&, bool) const {
   throw Error("this engine cannot decode token ids");
+}
+
+std::unique_ptr<Engine> Engine::load_random(const std::filesystem::path& config_json,
+                                            const std::filesystem::path& tokenizer_json,
+                                            const EngineOptions& options) {
+  std::ifstream f(config_json);
+  check(f.good(), "cannot open config ", config_json.string());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(config_json.string() + ": invalid JSON: " + e.what());
+  }
+  return std::make_unique<LocalEngine>(models::build_model_random(io::parse_encoder_config(j, config_json.string())),
+                                       config_json, tokenizer_json, true, options);
 }
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir,

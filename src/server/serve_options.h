@@ -8,6 +8,8 @@ namespace il::server {
 
 struct ServeOptions {
   std::string model;                         // model folder
+  std::string config;                        // or: config.json alone, random weights (benchmarks)
+  std::string tokenizer;                     // with config: a folder or tokenizer.json to use
   std::string host = "127.0.0.1";
   int port = 8080;                           // 0 = any free port (printed on stdout)
   std::string api_key;                       // empty = no authentication

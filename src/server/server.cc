@@ -26,7 +26,8 @@ std::size_t or_hardware(std::size_t n) {
 
 std::string default_model_name(const ServeOptions& o) {
   if (!o.served_model_name.empty()) return o.served_model_name;
-  std::filesystem::path p(o.model);
+  std::filesystem::path p(o.model.empty() ? o.config : o.model);
+  if (p.extension() == ".json") return p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string();
   if (!p.has_filename()) p = p.parent_path();
   return p.filename().string();
 }

@@ -114,5 +114,26 @@ TEST_F(InfoTokens, SmallBatchBudgetStillAnswersBigRequests) {
     EXPECT_LE(max_abs_diff(j[i].get<std::vector<float>>(), want[i]), kTolerance) << i;
 }
 
+TEST(RandomWeights, ConfigAloneServesWithTheGivenTokenizer) {
+  const std::string dir = fixture_path("bert-mean");
+  ServerProcess server("", {"--config", dir + "/config.json", "--tokenizer", dir});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json info = body_of(c.Get("/info"));
+  EXPECT_EQ(info["model_id"], "bert-mean");
+  EXPECT_EQ(info["max_input_length"], 64);
+  const json j = body_of(post(c, "/embed", {{"inputs", {"hello", "world"}}}));
+  ASSERT_EQ(j.size(), 2u) << j.dump();
+  EXPECT_EQ(j[0].size(), 32u);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+TEST(RandomWeights, ModelAndConfigTogetherAreAUsageError) {
+  const auto r = cli_test::run_cli(cli_test::cli_args({"serve", "--model", fixture_path("bert-mean"), "--config",
+                                                       fixture_path("bert-mean") + "/config.json", "--port", "0"}));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("exactly one of --model"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace il::server_test

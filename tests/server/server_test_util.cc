@@ -48,8 +48,11 @@ int wait_exit(pid_t pid, std::chrono::seconds limit) {
 
 ServerProcess::ServerProcess(const std::string& fixture, const std::vector<std::string>& extra,
                              const std::vector<std::string>& env) {
-  std::vector<std::string> args = {IL_CLI_PATH, "serve", "--model", fixture_path(fixture), "--port", "0",
-                                   "--threads", "1", "--tokenization-workers", "2"};
+  std::vector<std::string> args = {IL_CLI_PATH, "serve", "--port", "0", "--threads", "1", "--tokenization-workers", "2"};
+  if (!fixture.empty()) {
+    args.push_back("--model");
+    args.push_back(fixture_path(fixture));
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   int out[2];
   if (pipe(out) != 0) {

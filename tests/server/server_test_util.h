@@ -20,7 +20,8 @@ using cli_test::fixture_path;
 class ServerProcess {
  public:
   // Runs `inferencelayer serve --model <fixture dir> --port 0 <extra>` and waits (30 s at most)
-  // for its "listening on http://127.0.0.1:PORT" line. `env` entries are NAME=VALUE.
+  // for its "listening on http://127.0.0.1:PORT" line (no --model for an empty fixture name).
+  // `env` entries are NAME=VALUE.
   explicit ServerProcess(const std::string& fixture, const std::vector<std::string>& extra = {},
                          const std::vector<std::string>& env = {});
   ~ServerProcess();
