@@ -37,18 +37,26 @@ const char* op_name(const plan::StepOp& op) {
 CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device)
     : plan_(plan), max_tokens_(max_tokens), device_(device) {
   check(max_tokens > 0, "cuda executor: max_tokens must be positive");
+  const char* prof = std::getenv("IL_PROFILE");
+  profiling_ = prof != nullptr && std::string(prof) != "0";
+  try {
+    allocate(plan);
+  } catch (...) {
+    release();  // the destructor does not run for a half-built executor
+    throw;
+  }
+}
+
+void CudaExecutor::allocate(plan::Plan& plan) {
   IL_CUDA_CHECK(cudaSetDevice(device_));
   IL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   IL_CUDA_CHECK(cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming));
   gemm_ = std::make_unique<ops::CublasLtGemm>();
-  const char* prof = std::getenv("IL_PROFILE");
-  profiling_ = prof != nullptr && std::string(prof) != "0";
-
   upload_weights(plan);
 
   // Scratch: every buffer gets max_tokens rows (a batch can hold as many sequences as tokens).
   std::size_t total = 0;
-  for (const auto& b : plan.buffers()) total += aligned_bytes(max_tokens * b.cols * sizeof(float));
+  for (const auto& b : plan.buffers()) total += aligned_bytes(max_tokens_ * b.cols * sizeof(float));
   buffer_arena_ = DeviceMemory(total);
   // Zeroed once so a view never reads uninitialised memory, even past the current rows.
   // On our stream: a non-blocking stream does not wait for work on the legacy default stream.
@@ -56,11 +64,11 @@ CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device)
   std::size_t offset = 0;
   for (const auto& b : plan.buffers()) {
     buffers_.push_back(reinterpret_cast<float*>(buffer_arena_.get() + offset));
-    offset += aligned_bytes(max_tokens * b.cols * sizeof(float));
+    offset += aligned_bytes(max_tokens_ * b.cols * sizeof(float));
   }
 
   // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side.
-  const std::size_t ints = 3 * max_tokens + 1;
+  const std::size_t ints = 3 * max_tokens_ + 1;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -89,13 +97,21 @@ CudaExecutor::~CudaExecutor() {
   cudaSetDevice(device_);
   if (stream_) cudaStreamSynchronize(stream_);
   if (profiling_ && !profile_.empty()) std::fputs(profile_report().c_str(), stderr);
+  release();
+}
+
+void CudaExecutor::release() noexcept {
+  // CUDA errors cannot be acted on here; memory handles free themselves.
   for (auto& [a, b] : events_) {
     cudaEventDestroy(a);
     cudaEventDestroy(b);
   }
+  events_.clear();
   if (upload_done_) cudaEventDestroy(upload_done_);
+  upload_done_ = nullptr;
   gemm_.reset();
   if (stream_) cudaStreamDestroy(stream_);
+  stream_ = nullptr;
 }
 
 void CudaExecutor::set_batch(const plan::Batch& batch) {
@@ -107,6 +123,8 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
         "batch: seq_starts must run from 0 to the token count");
   check(batch.type_ids.empty() || batch.type_ids.size() == batch.num_tokens(),
         "batch: type_ids must be empty or one per token");
+  check(batch.num_seqs() <= max_tokens_, "batch: ", batch.num_seqs(), " sequences exceed the scratch size of ",
+        max_tokens_);  // sequence-row buffers and the id staging hold max_tokens rows
   std::size_t longest = 0;
   for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
     check(batch.seq_starts[s + 1] >= batch.seq_starts[s], "batch: seq_starts not ascending at ", s);
@@ -120,7 +138,7 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
   const std::size_t types = batch.type_ids.size();
   std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
-  std::memcpy(staging + b + 1, batch.tokens.data(), t * sizeof(int32_t));
+  if (t > 0) std::memcpy(staging + b + 1, batch.tokens.data(), t * sizeof(int32_t));
   if (types > 0) std::memcpy(staging + b + 1 + t, batch.type_ids.data(), types * sizeof(int32_t));
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
   d_starts_ = base;

@@ -37,6 +37,8 @@ class CudaExecutor final : public plan::Executor {
   std::string profile_report() const;
 
  private:
+  void allocate(plan::Plan& plan);  // everything the constructor sets up
+  void release() noexcept;          // stream, events, cuBLASLt (memory frees itself)
   void upload_weights(plan::Plan& plan);
   void execute(const plan::Step& step);
   float* ptr(const plan::View& v) const;
