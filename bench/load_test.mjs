@@ -8,7 +8,7 @@
 //   node bench/load_test.mjs --config bench/configs/bge-base.json --tokenizer tests/fixtures/bert-mean ...
 //        (random weights of a real model's shape: `serve --config`)
 //
-// --mix short: only single short (<= 32 tokens) /embed texts; --mix mixed (default): /embed
+// --mix short: only single short /embed texts (3-12 words, truncated at the model's maximum); --mix mixed (default): /embed
 // single and batched, /v1/embeddings, /tokenize, /embed_all, /health and /metrics (or /rerank,
 // /predict and /v1/rerank for a cross-encoder). Exit status 1 when any answer was neither 2xx
 // nor a deliberate 429.
@@ -46,8 +46,14 @@ function rssKiB(pid) {
 
 const WORDS = ('the quick brown fox jumps over a lazy dog while searching for relevant documents about ' +
   'embedding models vector databases and reranking pipelines in production systems').split(' ');
+// mulberry32: a seeded generator, so two runs send the same requests.
 let seed = 12345;
-function rand(n) { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; }
+function rand(n) {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
+}
 function sentence(minWords, maxWords) {
   const n = minWords + rand(maxWords - minWords + 1);
   return Array.from({ length: n }, () => WORDS[rand(WORDS.length)]).join(' ');
@@ -55,15 +61,16 @@ function sentence(minWords, maxWords) {
 
 // Request makers by route: [method, path, body-or-null].
 function makers(kind, mix) {
-  const short = () => ['POST', '/embed', { inputs: sentence(3, 20) }];
+  // Short: a few words, cut at the model's maximum like a real client with truncate on.
+  const short = () => ['POST', '/embed', { inputs: sentence(3, 12), truncate: true }];
   if (mix === 'short') return [short];
   if (kind === 'embedding') {
     return [
       short, short, short,
       () => ['POST', '/embed', { inputs: Array.from({ length: 1 + rand(16) }, () => sentence(5, 40)), truncate: true }],
-      () => ['POST', '/v1/embeddings', { input: Array.from({ length: 1 + rand(4) }, () => sentence(3, 20)), model: 'x' }],
+      () => ['POST', '/v1/embeddings', { input: Array.from({ length: 1 + rand(4) }, () => sentence(3, 12)), model: 'x' }],
       () => ['POST', '/tokenize', { inputs: sentence(3, 30) }],
-      () => ['POST', '/embed_all', { inputs: sentence(3, 12) }],
+      () => ['POST', '/embed_all', { inputs: sentence(3, 12), truncate: true }],
       () => ['GET', '/health', null],
       () => ['GET', '/metrics', null],
     ];

@@ -79,7 +79,9 @@ void cohere_rerank(Context& ctx, const httplib::Request& req, httplib::Response&
   (void)get_string(body, "model", "");
   const std::size_t top_n = std::min(get_count(body, "top_n", docs.size()), docs.size());
   const bool return_documents = get_bool(body, "return_documents", true);
-  const TextOptions options = text_options(body, ctx, false);
+  TextOptions options = text_options(body, ctx, false);
+  // Cohere and Jina cut long documents rather than refuse them; "truncate": false still refuses.
+  options.tokenize.truncate = get_bool(body, "truncate", true);
   auto job = run_job(ctx, JobKind::kScores, tokenize_pairs(ctx, query, docs, options.tokenize, t), req, t);
   std::vector<float> scores(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) scores[i] = sigmoid(job->rows.row(i)[0]);

@@ -69,6 +69,12 @@ TEST_P(RerankRoutes, CohereStyleRerankHonoursTopNAndReturnDocuments) {
                                                    {"return_documents", false}}));
   ASSERT_EQ(bare["results"].size(), 1u);
   EXPECT_FALSE(bare["results"][0].contains("document"));
+  std::string long_doc;
+  for (int i = 0; i < 100; ++i) long_doc += "paris ";
+  const auto cut = post(c, "/v1/rerank", {{"query", kQuery}, {"documents", {long_doc}}});
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->status, 200) << cut->body;
+  expect_error(post(c, "/v1/rerank", {{"query", kQuery}, {"documents", {long_doc}}, {"truncate", false}}), 422, "Tokenizer");
 }
 
 TEST_P(RerankRoutes, PredictScoresPairsAsTheCli) {
