@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "fixture.h"
 #include "gpu_test_util.h"
@@ -101,6 +102,30 @@ TEST_P(GpuModelTest, AgreesWithTheCpuEngine) {
   const double err = max_abs(got.data.data(), want.data.data(), want.data.size());
   EXPECT_LE(err, kTolerance);
   std::printf("[gpu] %s: CUDA vs CPU engine max-abs %.3g over %zu inputs\n", GetParam().c_str(), err, inputs.size());
+}
+
+TEST_P(GpuModelTest, GraphReplayMatchesEagerRuns) {
+  // IL_CUDA_GRAPHS=1: the first run of a batch shape is eager, the second captures it, the
+  // third replays the graph; all three must give the eager engine's rows.
+  setenv("IL_CUDA_GRAPHS", "1", 1);
+  std::unique_ptr<Engine> graphed;
+  try {
+    graphed = Engine::load(fixture_.dir, on_cuda());
+  } catch (...) {
+    unsetenv("IL_CUDA_GRAPHS");
+    throw;
+  }
+  unsetenv("IL_CUDA_GRAPHS");
+  const auto inputs = all_inputs();
+  const Matrix want = run(*engine_, inputs);
+  for (int round = 0; round < 3; ++round) {
+    const Matrix got = run(*graphed, inputs);
+    EXPECT_LE(max_abs(got.data.data(), want.data.data(), want.data.size()), 1e-6) << "mixed batch, round " << round;
+    for (std::size_t i = 0; i < inputs.size(); i += 3) {
+      const Matrix alone = run(*graphed, {inputs[i]});
+      EXPECT_LE(max_abs(alone.row(0), want.row(i), want.cols), kBatchTolerance) << "input " << i << ", round " << round;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuModelTest,

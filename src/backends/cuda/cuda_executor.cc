@@ -39,6 +39,8 @@ CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device)
   check(max_tokens > 0, "cuda executor: max_tokens must be positive");
   const char* prof = std::getenv("IL_PROFILE");
   profiling_ = prof != nullptr && std::string(prof) != "0";
+  const char* graphs = std::getenv("IL_CUDA_GRAPHS");
+  graphs_enabled_ = graphs != nullptr && std::string(graphs) != "0";
   try {
     allocate(plan);
   } catch (...) {
@@ -107,6 +109,9 @@ void CudaExecutor::release() noexcept {
     cudaEventDestroy(b);
   }
   events_.clear();
+  for (auto& [key, exec] : graphs_)
+    if (exec) cudaGraphExecDestroy(exec);
+  graphs_.clear();
   if (upload_done_) cudaEventDestroy(upload_done_);
   upload_done_ = nullptr;
   gemm_.reset();
@@ -177,6 +182,7 @@ void CudaExecutor::run(const std::string& program) {
   IL_CUDA_CHECK(cudaSetDevice(device_));
   const auto& steps = plan_.program(program);
   if (!profiling_) {
+    if (graphs_enabled_) return run_graph(program, steps);
     for (const plan::Step& step : steps) execute(step);
     return;
   }
@@ -192,6 +198,46 @@ void CudaExecutor::run(const std::string& program) {
     IL_CUDA_CHECK(cudaEventRecord(events_[i].second, stream_));
   }
   record_profile(program);
+}
+
+// Replay through CUDA graphs (IL_CUDA_GRAPHS=1): a batch shape seen for the first time runs
+// eagerly (which also picks the cuBLASLt algorithms and loads the kernels), the second time it is
+// captured, and from then on it is one graph launch. Every host value a launch depends on is in
+// the key; the batch arrays sit at the same device addresses for the same token and sequence
+// counts, and their contents are uploaded before the launch on the same stream.
+void CudaExecutor::run_graph(const std::string& program, const std::vector<plan::Step>& steps) {
+  const GraphKey key{program, num_tokens_, num_seqs_, max_seq_len_, has_types_};
+  auto it = graphs_.find(key);
+  if (it != graphs_.end() && it->second != nullptr) {
+    IL_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+    return;
+  }
+  if (it == graphs_.end() && graphs_.size() >= kMaxGraphs) {  // too many shapes: stay eager
+    for (const plan::Step& step : steps) execute(step);
+    return;
+  }
+  if (it == graphs_.end()) {
+    for (const plan::Step& step : steps) execute(step);
+    graphs_.emplace(key, nullptr);
+    return;
+  }
+  cudaGraph_t graph = nullptr;
+  // Relaxed: the launches set function attributes, which the stricter modes may refuse.
+  IL_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  try {
+    for (const plan::Step& step : steps) execute(step);
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  IL_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  IL_CUDA_CHECK(e);
+  it->second = exec;
+  IL_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
 }
 
 void CudaExecutor::record_profile(const std::string& program) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cuda/device_memory.h"
@@ -21,7 +22,8 @@ class CudaExecutor final : public plan::Executor {
  public:
   // The plan must outlive the executor; its host weight copies are released after upload.
   // With IL_PROFILE=1 in the environment, per-step device time (CUDA events) is printed to
-  // stderr when the executor is destroyed.
+  // stderr when the executor is destroyed; IL_CUDA_GRAPHS=1 replays repeated batch shapes as
+  // CUDA graphs.
   CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device);
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
@@ -46,6 +48,7 @@ class CudaExecutor final : public plan::Executor {
   std::size_t rows(const plan::View& v) const;
   const float* weight(plan::WeightId id) const;
   void record_profile(const std::string& program);
+  void run_graph(const std::string& program, const std::vector<plan::Step>& steps);
 
   const plan::Plan& plan_;
   std::size_t max_tokens_;
@@ -71,6 +74,13 @@ class CudaExecutor final : public plan::Executor {
     double ms = 0.0;
     std::size_t calls = 0;
   };
+  // IL_CUDA_GRAPHS=1: replay each (program, batch shape) as a captured CUDA graph from its
+  // second run on (experimental; profiling runs stay eager so steps can be timed).
+  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool>;
+  static constexpr std::size_t kMaxGraphs = 256;
+  bool graphs_enabled_ = false;
+  std::map<GraphKey, cudaGraphExec_t> graphs_;  // null: seen once, not captured yet
+
   bool profiling_ = false;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
   std::map<std::string, StepTime> profile_;
