@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_executor.h"
+#include "backends/cuda/cuda_backend.h"
 #include "cli/cli_common.h"
 #include "io/hf_config.h"
 #include "models/embedding_head.h"
@@ -32,6 +33,7 @@ struct BenchArgs {
   std::string grid;
   std::vector<std::string> mixed;
   std::size_t threads = 0;
+  std::string device = "cpu";  // cpu, cuda, cuda:N
   int warmup = 2;
   int iters = 10;
   bool json = false;
@@ -143,16 +145,29 @@ void run_bench(const BenchArgs& a) {
                        std::to_string(max_len) + " positions");
     max_tokens = std::max(max_tokens, p.batch * p.max_len);
   }
-  cpu::CpuExecutor exec(model.plan, max_tokens, a.threads);
+  // The executor straight, not through an Engine: the timing is the plan's alone, with the same
+  // upload (set_batch) and readback an Engine would do.
+  std::unique_ptr<plan::Executor> exec;
+  if (a.device == "cpu") {
+    exec = std::make_unique<cpu::CpuExecutor>(model.plan, max_tokens, a.threads);
+  } else if (a.device == "cuda" || a.device.rfind("cuda:", 0) == 0) {
+    const int index = a.device == "cuda" ? 0 : std::stoi(a.device.substr(5));
+    if (cuda::device_count() <= index)
+      throw UsageError("--device " + a.device + ": " +
+                       (cuda::built() ? "no such CUDA device" : "this build has no CUDA backend"));
+    exec = cuda::make_executor(model.plan, max_tokens, index);
+  } else {
+    throw UsageError("--device must be cpu, cuda or cuda:N");
+  }
   const bool ce = model.config.is_cross_encoder;
   const std::string head = ce ? "ce_head" : models::pooling_program(model.pooling);
   const plan::View out_view = model.plan.output(ce ? "scores" : "embedding");
   const std::size_t threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
 
   if (!a.json)
-    std::printf("model %s (%s, %d layers, hidden %d)  device cpu  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s\n",
+    std::printf("model %s (%s, %d layers, hidden %d)  device %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s\n",
                 name.c_str(), ce ? "cross-encoder" : "embedding", model.config.layers, model.config.hidden,
-                threads, a.iters, "batch", "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
+                a.device.c_str(), threads, a.iters, "batch", "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
   std::mt19937 rng(a.seed);
   std::vector<float> readback;
   for (const Point& p : points) {
@@ -161,10 +176,10 @@ void run_bench(const BenchArgs& a) {
     std::vector<double> ms;
     for (int i = 0; i < a.warmup + a.iters; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      exec.set_batch(batch);
-      exec.run("encode");
-      exec.run(head);
-      exec.read(out_view, readback.data());
+      exec->set_batch(batch);
+      exec->run("encode");
+      exec->run(head);
+      exec->read(out_view, readback.data());
       const auto t1 = std::chrono::steady_clock::now();
       if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
@@ -173,7 +188,7 @@ void run_bench(const BenchArgs& a) {
     // Mixed points report the mean length; "tokens" is exact either way.
     const std::size_t len = (batch.num_tokens() + p.batch / 2) / p.batch;
     if (a.json) {
-      nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name},      {"device", "cpu"},
+      nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name},      {"device", a.device},
                           {"threads", threads},       {"batch", p.batch},  {"len", len},
                           {"p50_ms", p50},            {"p90_ms", p90},     {"tokens_per_s", tps},
                           {"tokens", batch.num_tokens()}};
@@ -193,7 +208,7 @@ void run_bench(const BenchArgs& a) {
 
 Command add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "Time the forward pass on random token ids (CPU)");
+  CLI::App* cmd = app.add_subcommand("bench", "Time the forward pass on random token ids (CPU or CUDA)");
   cmd->footer(
       "Each point runs --warmup untimed and --iters timed forwards (set_batch + encode + pooling or\n"
       "cross-encoder head + read back); p50/p90 are over the timed ones and tokens/s = tokens / p50.\n"
@@ -210,6 +225,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--grid", a->grid, "Comma-separated BxL points (default 1x16,1x64,32x128 unless --mixed)");
   cmd->add_option("--mixed", a->mixed, "B:min:max: B sequences of random lengths in [min, max] (repeatable)");
   cmd->add_option("--threads", a->threads, "Compute threads (0 = one per hardware thread)")->capture_default_str();
+  cmd->add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs per point")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--iters", a->iters, "Timed runs per point")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a->seed, "Seed of the random token ids and lengths")->capture_default_str();
