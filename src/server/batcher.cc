@@ -104,6 +104,7 @@ std::vector<Batcher::Piece> Batcher::take_pieces(std::unique_lock<std::mutex>&) 
     }
     if (!job->started && job->client_gone && job->client_gone()) {
       finish(*job, "the client disconnected");
+      metrics_.count_dropped();
       it = queue_.erase(it);
       continue;
     }

@@ -78,6 +78,9 @@ std::string Metrics::render() const {
   out += "il_requests_in_flight " + std::to_string(in_flight_.load()) + "\n";
   out += "# HELP il_batch_count Forward passes run.\n# TYPE il_batch_count counter\n";
   out += "il_batch_count " + std::to_string(batches_.load()) + "\n";
+  out += "# HELP il_dropped_count Queued requests dropped because their client disconnected.\n"
+         "# TYPE il_dropped_count counter\n";
+  out += "il_dropped_count " + std::to_string(dropped_.load()) + "\n";
   batch_tokens_.render(out, "il_batch_tokens", "Real (unpadded) tokens per forward pass.");
   batch_sequences_.render(out, "il_batch_sequences", "Sequences per forward pass.");
   tokenization_.render(out, "il_request_tokenization_duration_seconds", "Tokenization time per request.");

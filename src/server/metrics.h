@@ -39,6 +39,7 @@ class Metrics {
   void observe_request(double seconds) { request_.observe(seconds); }
   void observe_batch(std::size_t tokens, std::size_t sequences);
   void set_queue_size(std::size_t jobs) { queue_size_.store(jobs); }
+  void count_dropped() { dropped_.fetch_add(1); }
   void add_in_flight(int delta) { in_flight_.fetch_add(delta); }
 
   std::string render() const;
@@ -50,6 +51,7 @@ class Metrics {
   std::atomic<std::size_t> queue_size_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<std::uint64_t> batches_{0};
+  std::atomic<std::uint64_t> dropped_{0};
 };
 
 }  // namespace il::server

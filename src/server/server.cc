@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -53,6 +54,12 @@ struct Server::Impl final : Router {
     http.set_payload_max_length(o.payload_limit);
     // Without it, a small answer can wait for the client's delayed ACK (~40 ms on Linux).
     http.set_tcp_nodelay(true);
+    // Remember the listening socket: httplib 0.11 listens with a backlog of 5, and a burst of
+    // clients then loses connections (SYN retried after 1 s, then reset); bind() raises it.
+    http.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_fd = sock;
+    });
     http.set_keep_alive_max_count(1000);
     // Errors httplib answers itself (413 over the payload limit, 404, 400) get our JSON shape.
     http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
@@ -129,6 +136,7 @@ struct Server::Impl final : Router {
   Context ctx;
   httplib::Server http;
   std::atomic<std::size_t> in_flight{0};
+  int listen_fd = -1;
 };
 
 Server::Server(const ServeOptions& options, std::unique_ptr<Engine> engine)
@@ -138,14 +146,17 @@ Server::~Server() = default;
 
 int Server::bind() {
   const ServeOptions& o = impl_->options;
-  if (o.port == 0) {
-    const int port = impl_->http.bind_to_any_port(o.host);
+  int port = o.port;
+  if (port == 0) {
+    port = impl_->http.bind_to_any_port(o.host);
     check(port > 0, "cannot listen on ", o.host, " (any port)");
-    return port;
+  } else {
+    check(impl_->http.bind_to_port(o.host, o.port), "cannot listen on ", o.host, ":", o.port,
+          " (in use, or not an address of this machine)");
   }
-  check(impl_->http.bind_to_port(o.host, o.port), "cannot listen on ", o.host, ":", o.port,
-        " (in use, or not an address of this machine)");
-  return o.port;
+  // listen() again on a listening socket only changes its backlog (Linux, BSD).
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
+  return port;
 }
 
 void Server::run() {

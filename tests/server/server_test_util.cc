@@ -92,6 +92,7 @@ ServerProcess::~ServerProcess() {
 httplib::Client ServerProcess::client() const {
   httplib::Client c("127.0.0.1", port_);
   c.set_read_timeout(60, 0);
+  c.set_keep_alive(true);
   return c;
 }
 
