@@ -144,12 +144,16 @@ async function run(o) {
   const rssBefore = rssKiB(child.pid);
 
   const results = [];
+  // RSS every 5 s of the run, to tell a plateau from a leak.
+  const rssSamples = [];
+  const sampler = setInterval(() => rssSamples.push(Math.round(rssKiB(child.pid) / 102.4) / 10), 5000);
   const deadline = Date.now() + o.seconds * 1000;
   const t0 = process.hrtime.bigint();
   await Promise.all(Array.from({ length: o.concurrency }, async () => {
     while (Date.now() < deadline) results.push(await request(agent, port, pick()));
   }));
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+  clearInterval(sampler);
   const rssAfter = rssKiB(child.pid);
   agent.destroy();
   child.kill('SIGTERM');
@@ -173,7 +177,7 @@ async function run(o) {
     model: info.model_id, kind, mix: o.mix, concurrency: o.concurrency, seconds: wall,
     requests: results.length, rps: results.length / wall, p50_ms: percentile(all, 50), p99_ms: percentile(all, 99),
     statuses: Object.fromEntries(byStatus), errors, rss_before_mib: rssBefore / 1024, rss_after_mib: rssAfter / 1024,
-    server_exit: exitCode,
+    rss_every_5s_mib: rssSamples, server_exit: exitCode,
   };
   if (o.markdown) {
     console.log(`model ${info.model_id} (${kind}), mix ${o.mix}, ${o.concurrency} concurrent clients, ${wall.toFixed(1)} s`);
@@ -181,7 +185,7 @@ async function run(o) {
     for (const [p, n, rps, p50, p99] of rows) console.log(`| ${p} | ${n} | ${rps.toFixed(1)} | ${p50.toFixed(2)} | ${p99.toFixed(2)} |`);
     console.log(`\nstatuses: ${JSON.stringify(summary.statuses)}; errors (not 2xx, not 429): ${errors}; ` +
       `server RSS ${summary.rss_before_mib.toFixed(1)} MiB after warm-up → ${summary.rss_after_mib.toFixed(1)} MiB after the run; ` +
-      `exit status after SIGTERM: ${exitCode}`);
+      `exit status after SIGTERM: ${exitCode}; RSS every 5 s (MiB): ${rssSamples.join(', ')}`);
   }
   console.log(JSON.stringify(summary));
   return errors === 0 && exitCode === 0;
