@@ -17,6 +17,7 @@ def main():
             line = line.strip()
             if line.startswith("{"):
                 rows.append(json.loads(line))
+    rows = [r for r in rows if "impl" in r]  # skip environment lines (torch_bench prints one)
     ours = {key(r): r for r in rows if r["impl"] == "inferencelayer"}
     torch = {}
     for r in rows:
