@@ -22,7 +22,9 @@
 namespace il {
 
 struct EngineOptions {
-  std::string device = "cpu";            // "cpu" (CUDA arrives with its own issue)
+  // "auto" (a CUDA device when this build has the backend and one is present, else the CPU),
+  // "cpu", "cuda" or "cuda:N" (a CUDA request without a device runs on the CPU with a notice).
+  std::string device = "auto";
   std::size_t max_batch_tokens = 16384;  // scratch is sized for this many tokens per forward
   std::size_t threads = 0;               // 0 = one per hardware thread
 };

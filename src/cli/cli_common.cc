@@ -24,6 +24,9 @@ void add_engine_options(CLI::App& cmd, EngineArgs& args) {
       ->check(CLI::PositiveNumber);
   cmd.add_option("--threads", args.threads, "Compute threads (0 = one per hardware thread)")
       ->capture_default_str();
+  cmd.add_option("--device", args.device,
+                 "auto (a CUDA GPU when present, else the CPU), cpu, cuda or cuda:N")
+      ->capture_default_str();
 }
 
 std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice) {
@@ -35,6 +38,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice) {
   EngineOptions options;
   options.max_batch_tokens = args.max_batch_tokens;
   options.threads = args.threads;
+  options.device = args.device;
   auto engine = Engine::load(dir, options);
   if (notice && engine->info().random_weights)
     std::fprintf(stderr, "note: %s holds random weights (a demo/test model): its vectors carry no meaning\n",

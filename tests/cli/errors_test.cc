@@ -31,6 +31,17 @@ class ErrorsTest : public ::testing::Test {
   ScratchDir tmp_;
 };
 
+// --device: cpu runs here; an unknown name is refused with the accepted ones listed. (auto,
+// the default, is every other test; cuda without a GPU is covered by the gpu tests.)
+TEST_F(ErrorsTest, DeviceOption) {
+  const auto cpu = embed_lines({R"({"text": "one"})"}, {"--device", "cpu"});
+  EXPECT_EQ(cpu.status, 0) << cpu.err;
+  EXPECT_EQ(cpu.lines().size(), 1u);
+  const auto bad = embed_lines({R"({"text": "one"})"}, {"--device", "gpu0"});
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("not one of cpu, cuda, cuda:N, auto"), std::string::npos) << bad.err;
+}
+
 TEST_F(ErrorsTest, BadJsonNamesItsLineAndKeepsTheLinesBefore) {
   const auto r = embed_lines({R"({"text": "one"})", R"({"text": "two"})", R"({"text": "three")", R"({"text": "four"})"});
   expect_usage_error(r, "line 3");
