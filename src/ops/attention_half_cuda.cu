@@ -1,0 +1,438 @@
+// Ragged flash attention (FlashAttention-2 scheme) for f16 / bf16 activations on tensor cores.
+//
+// A block owns (sequence, 64 query rows, head); each of its four warps owns 16 query rows, one
+// m16 tile of mma.sync.m16n8k16. Keys stream through shared memory 64 at a time, double
+// buffered with cp.async so the next tile loads while this one is multiplied. Per key tile a warp
+// computes S = Q·Kᵀ (16 × 64, f32 accumulators), applies scale and mask, updates the running row
+// max and sum of the online softmax in f32, rounds P to the element type in registers (the mma
+// accumulator layout of S is exactly the A-operand layout P·V needs, so P never touches shared
+// memory) and accumulates O += P·V in f32. Memory is O(tile) whatever the sequence length.
+//
+// Masks follow ops/attention.h exactly: row i of a sequence of length n sees keys [lo_i, hi_i)
+// with hi_i = i + 1 when causal (else n), and with a window w additionally |i − j| ≤ w / 2. Both
+// bounds are non-decreasing in i, which gives a block (and a warp) its key range from its first
+// and last rows, and tells which tiles need no per-element mask at all.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "ops/attention_half_cuda.h"
+#include "ops/check_cuda.h"
+
+namespace il::ops {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerWarp = 16;  // the M of one mma tile
+constexpr int kBlockRows = kWarps * kRowsPerWarp;
+constexpr int kKeyTile = 64;
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct Params {
+  const uint16_t* q;
+  std::size_t ldq;
+  const uint16_t* k;
+  std::size_t ldk;
+  const uint16_t* v;
+  std::size_t ldv;
+  uint16_t* out;
+  std::size_t ldo;
+  const int32_t* seq_starts;
+  int group;         // query heads per kv head
+  int head_dim;      // ≤ D of the instantiation; columns head_dim .. D − 1 are zero in shared memory
+  float scale_log2;  // scale · log2(e): the softmax runs on exp2
+  bool causal;
+  int half_window;   // −1: no window
+  bool out_pairs;    // out, ldo and head_dim allow 4-byte stores of two adjacent outputs
+};
+
+// Shared memory rows hold D elements plus 8 of padding: the 16 extra bytes shift consecutive rows
+// by four banks, so the eight row addresses of one ldmatrix phase hit eight distinct bank groups.
+template <int D>
+struct Smem {
+  static constexpr int kStride = D + 8;
+  static constexpr int kTile = kKeyTile * kStride;  // elements of one K or V tile
+  // Q, then K double buffer, then V double buffer.
+  static constexpr std::size_t kBytes = (kBlockRows * kStride + 4 * kTile) * sizeof(uint16_t);
+};
+
+// The element type's two instructions: the mma and the f32 → element rounding of a pair.
+template <typename T>
+struct Elem;
+
+template <>
+struct Elem<__half> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);  // .x (lo) in the low 16 bits: the lower column
+    uint32_t r;
+    memcpy(&r, &h, sizeof r);
+    return r;
+  }
+  static __device__ __forceinline__ uint16_t one(float x) {
+    const __half h = __float2half_rn(x);
+    uint16_t r;
+    memcpy(&r, &h, sizeof r);
+    return r;
+  }
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+template <>
+struct Elem<__nv_bfloat16> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    uint32_t r;
+    memcpy(&r, &h, sizeof r);
+    return r;
+  }
+  static __device__ __forceinline__ uint16_t one(float x) {
+    const __nv_bfloat16 h = __float2bfloat16_rn(x);
+    uint16_t r;
+    memcpy(&r, &h, sizeof r);
+    return r;
+  }
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Four 8×8 b16 matrices; lanes 8m … 8m + 7 give the row addresses of matrix m.
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// 16 bytes global → shared, bypassing L1; src_bytes 0 writes zeros (rows past the sequence).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+// Stages `rows` rows of D columns (row r at g + r·ld) into shared memory with stride D + 8;
+// rows ≥ valid and columns ≥ hd become zeros, so padding never feeds NaN or garbage into an mma
+// (a zero probability times an uninitialised NaN would still be NaN).
+template <int D, bool kVec>
+__device__ __forceinline__ void stage(uint16_t* dst, const uint16_t* g, std::size_t ld, int rows, int valid, int hd) {
+  constexpr int kStride = Smem<D>::kStride;
+  if constexpr (kVec) {
+    constexpr int kChunks = D / 8;  // 16-byte chunks per row; hd is a multiple of 8 on this path
+    for (int idx = static_cast<int>(threadIdx.x); idx < rows * kChunks; idx += kThreads) {
+      const int r = idx / kChunks, c = idx % kChunks;
+      const bool ok = r < valid && c * 8 < hd;
+      const uint16_t* src = ok ? g + static_cast<std::size_t>(r) * ld + c * 8 : g;
+      cp_async16(smem_addr(dst + r * kStride + c * 8), src, ok);
+    }
+  } else {
+    for (int idx = static_cast<int>(threadIdx.x); idx < rows * D; idx += kThreads) {
+      const int r = idx / D, d = idx % D;
+      dst[r * kStride + d] = r < valid && d < hd ? g[static_cast<std::size_t>(r) * ld + d] : uint16_t{0};
+    }
+  }
+}
+
+__device__ __forceinline__ void key_range(const Params& p, int i, int len, int& lo, int& hi) {
+  lo = 0;
+  hi = p.causal ? i + 1 : len;
+  if (p.half_window >= 0) {
+    lo = max(0, i - p.half_window);
+    hi = min(hi, i + p.half_window + 1);
+  }
+}
+
+template <int D, typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
+  using S = Smem<D>;
+  constexpr int kStride = S::kStride;
+  constexpr int kDSteps = D / 16;  // k-steps of Q·Kᵀ, and pairs of 8-wide output tiles of P·V
+  extern __shared__ uint4 smem_raw[];  // uint4: 16-byte alignment for cp.async and ldmatrix
+  uint16_t* qs = reinterpret_cast<uint16_t*>(smem_raw);
+  uint16_t* ks = qs + kBlockRows * kStride;
+  uint16_t* vs = ks + 2 * S::kTile;
+
+  const int seq = static_cast<int>(blockIdx.x);
+  const int head = static_cast<int>(blockIdx.z);
+  const int start = p.seq_starts[seq];
+  const int len = p.seq_starts[seq + 1] - start;
+  const int row0 = static_cast<int>(blockIdx.y) * kBlockRows;
+  if (row0 >= len) return;  // block-uniform: the grid covers the longest sequence
+  const int hd = p.head_dim;
+  const int kvh = head / p.group;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane >> 2, tig = lane & 3;  // mma fragment coordinates: row group, thread in group
+
+  const uint16_t* qg = p.q + static_cast<std::size_t>(start + row0) * p.ldq + static_cast<std::size_t>(head) * hd;
+  const uint16_t* kg = p.k + static_cast<std::size_t>(start) * p.ldk + static_cast<std::size_t>(kvh) * hd;
+  const uint16_t* vg = p.v + static_cast<std::size_t>(start) * p.ldv + static_cast<std::size_t>(kvh) * hd;
+
+  // Keys any row of the block may see.
+  const int last = min(row0 + kBlockRows, len) - 1;
+  int klo, khi, unused;
+  key_range(p, row0, len, klo, unused);
+  key_range(p, last, len, unused, khi);
+  const int ntiles = (khi - klo + kKeyTile - 1) / kKeyTile;  // ≥ 1: row0 sees itself
+
+  // The warp's rows and their ranges; a warp past the sequence still loads and synchronises.
+  const int wr0 = row0 + warp * kRowsPerWarp;
+  const bool warp_active = wr0 < len;
+  const int wlast = min(wr0 + kRowsPerWarp, len) - 1;
+  int wlo = 0, whi = 0, wlo_last = 0, whi_first = 0;
+  if (warp_active) {
+    key_range(p, wr0, len, wlo, whi_first);
+    key_range(p, wlast, len, wlo_last, whi);
+  }
+  // This thread's two rows (fragment rows g and g + 8).
+  const int i0 = wr0 + g, i1 = i0 + 8;
+  int lo0, hi0, lo1, hi1;
+  key_range(p, i0, len, lo0, hi0);
+  key_range(p, i1, len, lo1, hi1);
+
+  stage<D, kVec>(qs, qg, p.ldq, kBlockRows, len - row0, hd);
+  stage<D, kVec>(ks, kg + static_cast<std::size_t>(klo) * p.ldk, p.ldk, kKeyTile, len - klo, hd);
+  stage<D, kVec>(vs, vg + static_cast<std::size_t>(klo) * p.ldv, p.ldv, kKeyTile, len - klo, hd);
+  if constexpr (kVec) cp_async_commit();
+
+  uint32_t qf[kDSteps][4];
+  float o[2 * kDSteps][4];
+#pragma unroll
+  for (int n = 0; n < 2 * kDSteps; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // l: this thread's partial sums
+
+  for (int t = 0; t < ntiles; ++t) {
+    const int kt = klo + t * kKeyTile;
+    if constexpr (kVec) cp_async_wait_all();
+    // Tile t is visible to all, and every warp is done with tile t − 1, whose buffer the loads
+    // below overwrite.
+    __syncthreads();
+    if (t == 0) {
+      // Q fragments stay in registers for the whole key loop.
+      const uint16_t* qrow = qs + (warp * kRowsPerWarp + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
+#pragma unroll
+      for (int kk = 0; kk < kDSteps; ++kk) ldsm_x4(qf[kk], smem_addr(qrow + kk * 16));
+    }
+    if (t + 1 < ntiles) {
+      const int nk = kt + kKeyTile;
+      const int b = (t + 1) & 1;
+      stage<D, kVec>(ks + b * S::kTile, kg + static_cast<std::size_t>(nk) * p.ldk, p.ldk, kKeyTile, len - nk, hd);
+      stage<D, kVec>(vs + b * S::kTile, vg + static_cast<std::size_t>(nk) * p.ldv, p.ldv, kKeyTile, len - nk, hd);
+      if constexpr (kVec) cp_async_commit();
+    }
+    // Warp-uniform: skip tiles none of the warp's rows may see (causal, window).
+    if (!warp_active || kt >= whi || kt + kKeyTile <= wlo) continue;
+
+    const uint16_t* kb = ks + (t & 1) * S::kTile;
+    const uint16_t* vb = vs + (t & 1) * S::kTile;
+
+    // S = Q·Kᵀ: 8 n-tiles of 8 keys. ldmatrix.x4 without transpose on K rows (key-major, d
+    // contiguous) yields the col-major B operand of two n-tiles: matrices (keys 0-7, d 0-7),
+    // (keys 0-7, d 8-15), (keys 8-15, d 0-7), (keys 8-15, d 8-15).
+    float s[8][4];
+#pragma unroll
+    for (int n = 0; n < 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    const uint16_t* krow = kb + ((lane & 7) + (lane >> 4) * 8) * kStride + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int kk = 0; kk < kDSteps; ++kk) {
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t b[4];
+        ldsm_x4(b, smem_addr(krow + np * 16 * kStride + kk * 16));
+        Elem<T>::mma(s[2 * np], qf[kk], b[0], b[1]);
+        Elem<T>::mma(s[2 * np + 1], qf[kk], b[2], b[3]);
+      }
+    }
+
+    // Scale into the exp2 domain and mask. A tile inside every warp row's range needs no mask.
+    const bool need_mask = !(kt >= wlo_last && kt + kKeyTile <= whi_first);
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[n][e] * p.scale_log2;
+        if (need_mask) {
+          const int key = kt + n * 8 + 2 * tig + (e & 1);
+          const bool ok = e < 2 ? key >= lo0 && key < hi0 : key >= lo1 && key < hi1;
+          if (!ok) x = -INFINITY;
+        }
+        s[n][e] = x;
+      }
+      mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+      mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+    }
+    // A row's four fragment owners are lanes 4g … 4g + 3.
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    // A row that has seen no admissible key yet keeps max −inf: subtract 0 instead, so that
+    // exp2(−inf − ref) is 0 rather than NaN.
+    const float ref0 = mn0 == -INFINITY ? 0.0f : mn0, ref1 = mn1 == -INFINITY ? 0.0f : mn1;
+    const float c0 = exp2f(m0 - ref0), c1 = exp2f(m1 - ref1);  // 0 while m was −inf
+    m0 = mn0;
+    m1 = mn1;
+    float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+      s[n][0] = exp2f(s[n][0] - ref0);
+      s[n][1] = exp2f(s[n][1] - ref0);
+      s[n][2] = exp2f(s[n][2] - ref1);
+      s[n][3] = exp2f(s[n][3] - ref1);
+      sum0 += s[n][0] + s[n][1];
+      sum1 += s[n][2] + s[n][3];
+    }
+    l0 = l0 * c0 + sum0;
+    l1 = l1 * c1 + sum1;
+#pragma unroll
+    for (int n = 0; n < 2 * kDSteps; ++n) {
+      o[n][0] *= c0;
+      o[n][1] *= c0;
+      o[n][2] *= c1;
+      o[n][3] *= c1;
+    }
+
+    // O += P·V over four k-steps of 16 keys. The accumulators of n-tiles 2j and 2j + 1 are, in
+    // order, the A fragment of k-step j. ldmatrix.trans on V rows (key-major) yields the B
+    // operand: matrices (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d 8-15), (keys 8-15,
+    // d 8-15), i.e. both registers of two output n-tiles.
+    const uint16_t* vrow = vb + ((lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t a[4] = {Elem<T>::pack(s[2 * j][0], s[2 * j][1]), Elem<T>::pack(s[2 * j][2], s[2 * j][3]),
+                             Elem<T>::pack(s[2 * j + 1][0], s[2 * j + 1][1]),
+                             Elem<T>::pack(s[2 * j + 1][2], s[2 * j + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < kDSteps; ++dp) {
+        uint32_t b[4];
+        ldsm_x4_trans(b, smem_addr(vrow + j * 16 * kStride + dp * 16));
+        Elem<T>::mma(o[2 * dp], a, b[0], b[1]);
+        Elem<T>::mma(o[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  if (!warp_active) return;
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  // Every real row sees at least itself, so l > 0; the guard keeps the CPU op's zeros otherwise.
+  const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+  uint16_t* out0 = p.out + static_cast<std::size_t>(start + i0) * p.ldo + static_cast<std::size_t>(head) * hd;
+  uint16_t* out1 = out0 + 8 * p.ldo;
+#pragma unroll
+  for (int n = 0; n < 2 * kDSteps; ++n) {
+    const int d = n * 8 + 2 * tig;
+    if (d >= hd) continue;
+    if (p.out_pairs) {  // hd even here, so d + 1 < hd too
+      if (i0 < len) *reinterpret_cast<uint32_t*>(out0 + d) = Elem<T>::pack(o[n][0] * inv0, o[n][1] * inv0);
+      if (i1 < len) *reinterpret_cast<uint32_t*>(out1 + d) = Elem<T>::pack(o[n][2] * inv1, o[n][3] * inv1);
+    } else {
+      if (i0 < len) {
+        out0[d] = Elem<T>::one(o[n][0] * inv0);
+        if (d + 1 < hd) out0[d + 1] = Elem<T>::one(o[n][1] * inv0);
+      }
+      if (i1 < len) {
+        out1[d] = Elem<T>::one(o[n][2] * inv1);
+        if (d + 1 < hd) out1[d + 1] = Elem<T>::one(o[n][3] * inv1);
+      }
+    }
+  }
+}
+
+template <int D, typename T, bool kVec>
+void launch_one(const Params& p, std::size_t num_seqs, std::size_t max_len, std::size_t heads, cudaStream_t stream) {
+  constexpr std::size_t kBytes = Smem<D>::kBytes;
+  // Above 48 KiB a kernel must opt in; the attribute is per function and cheap to set again
+  // (and legal while a graph is being captured: it enqueues nothing).
+  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_half_kernel<D, T, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kBytes)));
+  const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>((max_len + kBlockRows - 1) / kBlockRows),
+                  static_cast<unsigned>(heads));
+  attention_half_kernel<D, T, kVec><<<grid, kThreads, kBytes, stream>>>(p);
+  IL_CUDA_CHECK_LAUNCH();
+}
+
+template <int D, typename T>
+void launch_dim(const Params& p, bool vec, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
+                cudaStream_t stream) {
+  if (vec) return launch_one<D, T, true>(p, num_seqs, max_len, heads, stream);
+  launch_one<D, T, false>(p, num_seqs, max_len, heads, stream);
+}
+
+template <typename T>
+void launch_type(const Params& p, bool vec, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
+                 cudaStream_t stream) {
+  if (p.head_dim <= 32) return launch_dim<32, T>(p, vec, num_seqs, max_len, heads, stream);
+  if (p.head_dim <= 64) return launch_dim<64, T>(p, vec, num_seqs, max_len, heads, stream);
+  if (p.head_dim <= 96) return launch_dim<96, T>(p, vec, num_seqs, max_len, heads, stream);
+  launch_dim<128, T>(p, vec, num_seqs, max_len, heads, stream);
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+}  // namespace
+
+void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+  check(a.q && a.k && a.v && a.out && a.seq_starts, "attention (half): null operand");
+  check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0, "attention (half): heads (", a.heads,
+        ") must be a multiple of kv_heads (", a.kv_heads, ")");
+  check(attention_half_supported(a.head_dim), "attention (half): head_dim ", a.head_dim, " outside 1..",
+        kHalfAttentionMaxHeadDim);
+  check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim && a.ldk >= a.kv_heads * a.head_dim &&
+            a.ldv >= a.kv_heads * a.head_dim,
+        "attention (half): row stride smaller than heads × head_dim");
+  check(a.heads <= 65535 && a.num_seqs < (1u << 31) && (max_seq_len + kBlockRows - 1) / kBlockRows <= 65535,
+        "attention (half): batch too large for one launch");
+  if (a.num_seqs == 0 || max_seq_len == 0) return;
+  // A window reaching past the longest sequence masks nothing: dropping it keeps the int index
+  // arithmetic (i + half_window + 1) far from overflow.
+  const int half_window =
+      a.window == 0 || a.window / 2 >= max_seq_len ? -1 : static_cast<int>(a.window / 2);
+  const Params p{static_cast<const uint16_t*>(a.q),
+                 a.ldq,
+                 static_cast<const uint16_t*>(a.k),
+                 a.ldk,
+                 static_cast<const uint16_t*>(a.v),
+                 a.ldv,
+                 static_cast<uint16_t*>(a.out),
+                 a.ldo,
+                 a.seq_starts,
+                 static_cast<int>(a.heads / a.kv_heads),
+                 static_cast<int>(a.head_dim),
+                 a.scale * kLog2e,
+                 a.mask == MaskMode::kCausal,
+                 half_window,
+                 reinterpret_cast<std::uintptr_t>(a.out) % 4 == 0 && a.ldo % 2 == 0 && a.head_dim % 2 == 0};
+  // cp.async moves 16-byte chunks: every row start of every head must be 16-byte aligned.
+  const bool vec = aligned16(a.q) && aligned16(a.k) && aligned16(a.v) && a.ldq % 8 == 0 && a.ldk % 8 == 0 &&
+                   a.ldv % 8 == 0 && a.head_dim % 8 == 0;
+  if (a.type == HalfType::kF16) return launch_type<__half>(p, vec, a.num_seqs, max_seq_len, a.heads, stream);
+  launch_type<__nv_bfloat16>(p, vec, a.num_seqs, max_seq_len, a.heads, stream);
+}
+
+}  // namespace il::ops

@@ -1,0 +1,53 @@
+// Ragged flash attention on tensor cores for activations stored in f16 or bf16. Semantics are
+// those of ops/attention.h exactly (packed sequences via seq_starts, bidirectional / causal masks,
+// local window |i − j| ≤ window / 2, GQA, scale applied to q·k); q, k, v and out hold elements of
+// `type`, strides are in elements. Q·Kᵀ and P·V run as f16/bf16 mma with f32 accumulation and the
+// online softmax is f32; the probabilities are rounded to `type` once, as the P·V operand.
+//
+// Every pointer (seq_starts included) is device memory. The launcher only enqueues on `stream`:
+// no allocation, no synchronisation, so it can be captured in a CUDA graph. The fast path wants
+// q, k, v 16-byte aligned, ldq / ldk / ldv multiples of 8 and head_dim a multiple of 8 (true for a
+// fused QKV buffer of any real model); other layouts are accepted and take a slower load path.
+// Only CUDA code includes this header.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/attention.h"
+
+namespace il::ops {
+
+enum class HalfType { kF16, kBF16 };
+
+struct HalfAttentionArgs {
+  const void* q = nullptr;
+  std::size_t ldq = 0;
+  const void* k = nullptr;
+  std::size_t ldk = 0;
+  const void* v = nullptr;
+  std::size_t ldv = 0;
+  void* out = nullptr;
+  std::size_t ldo = 0;
+  const int32_t* seq_starts = nullptr;  // [num_seqs + 1] on the device, seq_starts[0] == 0
+  std::size_t num_seqs = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  MaskMode mask = MaskMode::kBidirectional;
+  std::size_t window = 0;  // 0 = unlimited; else keys with |i − j| ≤ window / 2
+  HalfType type = HalfType::kF16;
+};
+
+// head_dim 1 … kHalfAttentionMaxHeadDim. The kernel is instantiated for 32, 64, 96 and 128; other
+// sizes run in the next instantiation up with zero padding (e.g. 72 runs as 96).
+inline constexpr std::size_t kHalfAttentionMaxHeadDim = 128;
+inline bool attention_half_supported(std::size_t head_dim) {
+  return head_dim >= 1 && head_dim <= kHalfAttentionMaxHeadDim;
+}
+
+// max_seq_len: the longest sequence of the batch (sizes the grid; a larger value is only slower).
+// Throws il::Error on unsupported arguments (see attention_half_supported) or a launch failure.
+void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
+
+}  // namespace il::ops
