@@ -1,9 +1,10 @@
 // Ragged flash attention (FlashAttention-2 scheme) for f16 / bf16 activations on tensor cores.
 //
-// A block owns (sequence, 64 query rows, head); each of its four warps owns 16 query rows, one
-// m16 tile of mma.sync.m16n8k16. Keys stream through shared memory 64 at a time, double
-// buffered with cp.async so the next tile loads while this one is multiplied. Per key tile a warp
-// computes S = Q·Kᵀ (16 × 64, f32 accumulators), applies scale and mask, updates the running row
+// A block owns (sequence, a tile of query rows, head) and has four warps; each warp owns one or
+// two m16 tiles of mma.sync.m16n8k16 (16 or 32 query rows: two for head_dim ≤ 64, see kMTiles).
+// Keys stream through shared memory 64 at a time, double buffered with cp.async so the next tile
+// loads while this one is multiplied. Per key tile a warp computes S = Q·Kᵀ (f32 accumulators),
+// applies scale and mask, updates the running row
 // max and sum of the online softmax in f32, rounds P to the element type in registers (the mma
 // accumulator layout of S is exactly the A-operand layout P·V needs, so P never touches shared
 // memory) and accumulates O += P·V in f32. Memory is O(tile) whatever the sequence length.
@@ -28,8 +29,6 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRowsPerWarp = 16;  // the M of one mma tile
-constexpr int kBlockRows = kWarps * kRowsPerWarp;
 constexpr int kKeyTile = 64;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -57,8 +56,8 @@ template <int D>
 struct Smem {
   static constexpr int kStride = D + 8;
   static constexpr int kTile = kKeyTile * kStride;  // elements of one K or V tile
-  // Q, then K double buffer, then V double buffer.
-  static constexpr std::size_t kBytes = (kBlockRows * kStride + 4 * kTile) * sizeof(uint16_t);
+  // Q (64 or 128 rows), then K double buffer, then V double buffer.
+  static constexpr std::size_t bytes(int q_rows) { return (q_rows * kStride + 4 * kTile) * sizeof(uint16_t); }
 };
 
 // The element type's two instructions: the mma and the f32 → element rounding of a pair.
@@ -164,21 +163,35 @@ __device__ __forceinline__ void key_range(const Params& p, int i, int len, int& 
   }
 }
 
-template <int D, typename T, bool kVec>
+// Query rows per warp: kM m16 tiles. Two tiles let every K and V fragment read from shared
+// memory feed two mma instead of one, halving the ldmatrix traffic that otherwise bounds the
+// kernel; it doubles the S and O registers, so the large head dims keep one tile.
+template <int D>
+constexpr int kMTiles = D <= 64 ? 2 : 1;
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  // ex2.approx: ~2 ulp in f32, far below the f16/bf16 rounding of P; exp2(−inf) = +0.
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <int D, int kM, typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   using S = Smem<D>;
   constexpr int kStride = S::kStride;
+  constexpr int kRows = kWarps * 16 * kM;
   constexpr int kDSteps = D / 16;  // k-steps of Q·Kᵀ, and pairs of 8-wide output tiles of P·V
   extern __shared__ uint4 smem_raw[];  // uint4: 16-byte alignment for cp.async and ldmatrix
   uint16_t* qs = reinterpret_cast<uint16_t*>(smem_raw);
-  uint16_t* ks = qs + kBlockRows * kStride;
+  uint16_t* ks = qs + kRows * kStride;
   uint16_t* vs = ks + 2 * S::kTile;
 
   const int seq = static_cast<int>(blockIdx.x);
   const int head = static_cast<int>(blockIdx.z);
   const int start = p.seq_starts[seq];
   const int len = p.seq_starts[seq + 1] - start;
-  const int row0 = static_cast<int>(blockIdx.y) * kBlockRows;
+  const int row0 = static_cast<int>(blockIdx.y) * kRows;
   if (row0 >= len) return;  // block-uniform: the grid covers the longest sequence
   const int hd = p.head_dim;
   const int kvh = head / p.group;
@@ -190,37 +203,47 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   const uint16_t* vg = p.v + static_cast<std::size_t>(start) * p.ldv + static_cast<std::size_t>(kvh) * hd;
 
   // Keys any row of the block may see.
-  const int last = min(row0 + kBlockRows, len) - 1;
+  const int last = min(row0 + kRows, len) - 1;
   int klo, khi, unused;
   key_range(p, row0, len, klo, unused);
   key_range(p, last, len, unused, khi);
   const int ntiles = (khi - klo + kKeyTile - 1) / kKeyTile;  // ≥ 1: row0 sees itself
 
   // The warp's rows and their ranges; a warp past the sequence still loads and synchronises.
-  const int wr0 = row0 + warp * kRowsPerWarp;
+  const int wr0 = row0 + warp * 16 * kM;
   const bool warp_active = wr0 < len;
-  const int wlast = min(wr0 + kRowsPerWarp, len) - 1;
+  const int wlast = min(wr0 + 16 * kM, len) - 1;
   int wlo = 0, whi = 0, wlo_last = 0, whi_first = 0;
   if (warp_active) {
     key_range(p, wr0, len, wlo, whi_first);
     key_range(p, wlast, len, wlo_last, whi);
   }
-  // This thread's two rows (fragment rows g and g + 8).
-  const int i0 = wr0 + g, i1 = i0 + 8;
-  int lo0, hi0, lo1, hi1;
-  key_range(p, i0, len, lo0, hi0);
-  key_range(p, i1, len, lo1, hi1);
+  // This thread's rows: fragment rows g and g + 8 of each m tile, [mi][h] = wr0 + 16 mi + 8 h + g.
+  int lo[kM][2], hi[kM][2];
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) key_range(p, wr0 + 16 * mi + 8 * h + g, len, lo[mi][h], hi[mi][h]);
 
-  stage<D, kVec>(qs, qg, p.ldq, kBlockRows, len - row0, hd);
+  stage<D, kVec>(qs, qg, p.ldq, kRows, len - row0, hd);
   stage<D, kVec>(ks, kg + static_cast<std::size_t>(klo) * p.ldk, p.ldk, kKeyTile, len - klo, hd);
   stage<D, kVec>(vs, vg + static_cast<std::size_t>(klo) * p.ldv, p.ldv, kKeyTile, len - klo, hd);
   if constexpr (kVec) cp_async_commit();
 
-  uint32_t qf[kDSteps][4];
-  float o[2 * kDSteps][4];
+  // Q fragments live in registers for the whole key loop with one m tile; with two, the registers
+  // go to the doubled S and O and the fragments are re-read from shared memory per key tile (six
+  // ldmatrix per sixteen mma instead of four per eight: still half the traffic of one tile).
+  constexpr bool kQInRegs = kM == 1;
+  uint32_t qf[kQInRegs ? kM : 1][kQInRegs ? kDSteps : 1][4];
+  float o[kM][2 * kDSteps][4];
+  float m[kM][2], l[kM][2];  // running max (exp2 domain) and this thread's partial row sums
 #pragma unroll
-  for (int n = 0; n < 2 * kDSteps; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // l: this thread's partial sums
+  for (int mi = 0; mi < kM; ++mi) {
+#pragma unroll
+    for (int n = 0; n < 2 * kDSteps; ++n) o[mi][n][0] = o[mi][n][1] = o[mi][n][2] = o[mi][n][3] = 0.0f;
+    m[mi][0] = m[mi][1] = -INFINITY;
+    l[mi][0] = l[mi][1] = 0.0f;
+  }
 
   for (int t = 0; t < ntiles; ++t) {
     const int kt = klo + t * kKeyTile;
@@ -228,11 +251,14 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
     // Tile t is visible to all, and every warp is done with tile t − 1, whose buffer the loads
     // below overwrite.
     __syncthreads();
-    if (t == 0) {
-      // Q fragments stay in registers for the whole key loop.
-      const uint16_t* qrow = qs + (warp * kRowsPerWarp + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
+    // Q as A fragments: matrices (rows 0-7, d 0-7), (rows 8-15, d 0-7), (rows 0-7, d 8-15),
+    // (rows 8-15, d 8-15) are a0 … a3.
+    const uint16_t* qrow = qs + (warp * 16 * kM + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
+    if constexpr (kQInRegs) {
+      if (t == 0) {
 #pragma unroll
-      for (int kk = 0; kk < kDSteps; ++kk) ldsm_x4(qf[kk], smem_addr(qrow + kk * 16));
+        for (int kk = 0; kk < kDSteps; ++kk) ldsm_x4(qf[0][kk], smem_addr(qrow + kk * 16));
+      }
     }
     if (t + 1 < ntiles) {
       const int nk = kt + kKeyTile;
@@ -247,72 +273,83 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
     const uint16_t* kb = ks + (t & 1) * S::kTile;
     const uint16_t* vb = vs + (t & 1) * S::kTile;
 
-    // S = Q·Kᵀ: 8 n-tiles of 8 keys. ldmatrix.x4 without transpose on K rows (key-major, d
-    // contiguous) yields the col-major B operand of two n-tiles: matrices (keys 0-7, d 0-7),
-    // (keys 0-7, d 8-15), (keys 8-15, d 0-7), (keys 8-15, d 8-15).
-    float s[8][4];
+    // S = Q·Kᵀ: 8 n-tiles of 8 keys per m tile. ldmatrix.x4 without transpose on K rows
+    // (key-major, d contiguous) yields the col-major B operand of two n-tiles: matrices
+    // (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15, d 0-7), (keys 8-15, d 8-15).
+    float s[kM][8][4];
 #pragma unroll
-    for (int n = 0; n < 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+      for (int n = 0; n < 8; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.0f;
     const uint16_t* krow = kb + ((lane & 7) + (lane >> 4) * 8) * kStride + ((lane >> 3) & 1) * 8;
 #pragma unroll
     for (int kk = 0; kk < kDSteps; ++kk) {
+      uint32_t qa[kM][4];
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        if constexpr (kQInRegs) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) qa[mi][r] = qf[0][kk][r];
+        } else {
+          ldsm_x4(qa[mi], smem_addr(qrow + mi * 16 * kStride + kk * 16));
+        }
+      }
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         uint32_t b[4];
         ldsm_x4(b, smem_addr(krow + np * 16 * kStride + kk * 16));
-        Elem<T>::mma(s[2 * np], qf[kk], b[0], b[1]);
-        Elem<T>::mma(s[2 * np + 1], qf[kk], b[2], b[3]);
+#pragma unroll
+        for (int mi = 0; mi < kM; ++mi) {
+          Elem<T>::mma(s[mi][2 * np], qa[mi], b[0], b[1]);
+          Elem<T>::mma(s[mi][2 * np + 1], qa[mi], b[2], b[3]);
+        }
       }
     }
 
     // Scale into the exp2 domain and mask. A tile inside every warp row's range needs no mask.
     const bool need_mask = !(kt >= wlo_last && kt + kKeyTile <= whi_first);
-    float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
+    for (int mi = 0; mi < kM; ++mi) {
+      float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[n][e] * p.scale_log2;
-        if (need_mask) {
-          const int key = kt + n * 8 + 2 * tig + (e & 1);
-          const bool ok = e < 2 ? key >= lo0 && key < hi0 : key >= lo1 && key < hi1;
-          if (!ok) x = -INFINITY;
+      for (int n = 0; n < 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int h = e >> 1;
+          float x = s[mi][n][e] * p.scale_log2;
+          if (need_mask) {
+            const int key = kt + n * 8 + 2 * tig + (e & 1);
+            if (key < lo[mi][h] || key >= hi[mi][h]) x = -INFINITY;
+          }
+          s[mi][n][e] = x;
+          mx[h] = fmaxf(mx[h], x);
         }
-        s[n][e] = x;
       }
-      mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
-      mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
-    }
-    // A row's four fragment owners are lanes 4g … 4g + 3.
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    // A row that has seen no admissible key yet keeps max −inf: subtract 0 instead, so that
-    // exp2(−inf − ref) is 0 rather than NaN.
-    const float ref0 = mn0 == -INFINITY ? 0.0f : mn0, ref1 = mn1 == -INFINITY ? 0.0f : mn1;
-    const float c0 = exp2f(m0 - ref0), c1 = exp2f(m1 - ref1);  // 0 while m was −inf
-    m0 = mn0;
-    m1 = mn1;
-    float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
-      s[n][0] = exp2f(s[n][0] - ref0);
-      s[n][1] = exp2f(s[n][1] - ref0);
-      s[n][2] = exp2f(s[n][2] - ref1);
-      s[n][3] = exp2f(s[n][3] - ref1);
-      sum0 += s[n][0] + s[n][1];
-      sum1 += s[n][2] + s[n][3];
-    }
-    l0 = l0 * c0 + sum0;
-    l1 = l1 * c1 + sum1;
+      for (int h = 0; h < 2; ++h) {
+        // A row's four fragment owners are lanes 4g … 4g + 3.
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        const float mn = fmaxf(m[mi][h], mx[h]);
+        // A row that has seen no admissible key yet keeps max −inf: subtract 0 instead, so that
+        // exp2(−inf − ref) is 0 rather than NaN.
+        const float ref = mn == -INFINITY ? 0.0f : mn;
+        const float c = fast_exp2(m[mi][h] - ref);  // 0 while m was −inf
+        m[mi][h] = mn;
+        float sum = 0.0f;
 #pragma unroll
-    for (int n = 0; n < 2 * kDSteps; ++n) {
-      o[n][0] *= c0;
-      o[n][1] *= c0;
-      o[n][2] *= c1;
-      o[n][3] *= c1;
+        for (int n = 0; n < 8; ++n) {
+          s[mi][n][2 * h] = fast_exp2(s[mi][n][2 * h] - ref);
+          s[mi][n][2 * h + 1] = fast_exp2(s[mi][n][2 * h + 1] - ref);
+          sum += s[mi][n][2 * h] + s[mi][n][2 * h + 1];
+        }
+        l[mi][h] = l[mi][h] * c + sum;
+#pragma unroll
+        for (int n = 0; n < 2 * kDSteps; ++n) {
+          o[mi][n][2 * h] *= c;
+          o[mi][n][2 * h + 1] *= c;
+        }
+      }
     }
 
     // O += P·V over four k-steps of 16 keys. The accumulators of n-tiles 2j and 2j + 1 are, in
@@ -322,82 +359,99 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
     const uint16_t* vrow = vb + ((lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const uint32_t a[4] = {Elem<T>::pack(s[2 * j][0], s[2 * j][1]), Elem<T>::pack(s[2 * j][2], s[2 * j][3]),
-                             Elem<T>::pack(s[2 * j + 1][0], s[2 * j + 1][1]),
-                             Elem<T>::pack(s[2 * j + 1][2], s[2 * j + 1][3])};
+      uint32_t a[kM][4];
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        a[mi][0] = Elem<T>::pack(s[mi][2 * j][0], s[mi][2 * j][1]);
+        a[mi][1] = Elem<T>::pack(s[mi][2 * j][2], s[mi][2 * j][3]);
+        a[mi][2] = Elem<T>::pack(s[mi][2 * j + 1][0], s[mi][2 * j + 1][1]);
+        a[mi][3] = Elem<T>::pack(s[mi][2 * j + 1][2], s[mi][2 * j + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < kDSteps; ++dp) {
         uint32_t b[4];
         ldsm_x4_trans(b, smem_addr(vrow + j * 16 * kStride + dp * 16));
-        Elem<T>::mma(o[2 * dp], a, b[0], b[1]);
-        Elem<T>::mma(o[2 * dp + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mi = 0; mi < kM; ++mi) {
+          Elem<T>::mma(o[mi][2 * dp], a[mi], b[0], b[1]);
+          Elem<T>::mma(o[mi][2 * dp + 1], a[mi], b[2], b[3]);
+        }
       }
     }
   }
 
   if (!warp_active) return;
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  // Every real row sees at least itself, so l > 0; the guard keeps the CPU op's zeros otherwise.
-  const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
-  uint16_t* out0 = p.out + static_cast<std::size_t>(start + i0) * p.ldo + static_cast<std::size_t>(head) * hd;
-  uint16_t* out1 = out0 + 8 * p.ldo;
 #pragma unroll
-  for (int n = 0; n < 2 * kDSteps; ++n) {
-    const int d = n * 8 + 2 * tig;
-    if (d >= hd) continue;
-    if (p.out_pairs) {  // hd even here, so d + 1 < hd too
-      if (i0 < len) *reinterpret_cast<uint32_t*>(out0 + d) = Elem<T>::pack(o[n][0] * inv0, o[n][1] * inv0);
-      if (i1 < len) *reinterpret_cast<uint32_t*>(out1 + d) = Elem<T>::pack(o[n][2] * inv1, o[n][3] * inv1);
-    } else {
-      if (i0 < len) {
-        out0[d] = Elem<T>::one(o[n][0] * inv0);
-        if (d + 1 < hd) out0[d + 1] = Elem<T>::one(o[n][1] * inv0);
-      }
-      if (i1 < len) {
-        out1[d] = Elem<T>::one(o[n][2] * inv1);
-        if (d + 1 < hd) out1[d + 1] = Elem<T>::one(o[n][3] * inv1);
+  for (int mi = 0; mi < kM; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = wr0 + 16 * mi + 8 * h + g;
+      float sum = l[mi][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (i >= len) continue;
+      // Every real row sees at least itself, so sum > 0; the guard keeps the CPU op's zeros.
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      uint16_t* out = p.out + static_cast<std::size_t>(start + i) * p.ldo + static_cast<std::size_t>(head) * hd;
+#pragma unroll
+      for (int n = 0; n < 2 * kDSteps; ++n) {
+        const int d = n * 8 + 2 * tig;
+        if (d >= hd) continue;
+        const float v0 = o[mi][n][2 * h] * inv, v1 = o[mi][n][2 * h + 1] * inv;
+        if (p.out_pairs) {  // hd even here, so d + 1 < hd too
+          *reinterpret_cast<uint32_t*>(out + d) = Elem<T>::pack(v0, v1);
+        } else {
+          out[d] = Elem<T>::one(v0);
+          if (d + 1 < hd) out[d + 1] = Elem<T>::one(v1);
+        }
       }
     }
   }
 }
 
-template <int D, typename T, bool kVec>
+template <int D, int kM, typename T, bool kVec>
 void launch_one(const Params& p, std::size_t num_seqs, std::size_t max_len, std::size_t heads, cudaStream_t stream) {
-  constexpr std::size_t kBytes = Smem<D>::kBytes;
+  constexpr int kRows = kWarps * 16 * kM;
+  constexpr std::size_t kBytes = Smem<D>::bytes(kRows);
   // Above 48 KiB a kernel must opt in; the attribute is per function and cheap to set again
   // (and legal while a graph is being captured: it enqueues nothing).
-  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_half_kernel<D, T, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kBytes)));
-  const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>((max_len + kBlockRows - 1) / kBlockRows),
+  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_half_kernel<D, kM, T, kVec>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes)));
+  const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>((max_len + kRows - 1) / kRows),
                   static_cast<unsigned>(heads));
-  attention_half_kernel<D, T, kVec><<<grid, kThreads, kBytes, stream>>>(p);
+  attention_half_kernel<D, kM, T, kVec><<<grid, kThreads, kBytes, stream>>>(p);
   IL_CUDA_CHECK_LAUNCH();
 }
 
+// m_tiles 0 takes kMTiles<D>; 1 or 2 force it where the registers allow (head_dim ≤ 64, fast
+// path), for tuning.
 template <int D, typename T>
-void launch_dim(const Params& p, bool vec, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
+void launch_dim(const Params& p, bool vec, int m_tiles, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
                 cudaStream_t stream) {
-  if (vec) return launch_one<D, T, true>(p, num_seqs, max_len, heads, stream);
-  launch_one<D, T, false>(p, num_seqs, max_len, heads, stream);
+  constexpr int kDefault = kMTiles<D>;
+  if (!vec) return launch_one<D, kDefault, T, false>(p, num_seqs, max_len, heads, stream);
+  if constexpr (D <= 64) {
+    if (m_tiles == 1) return launch_one<D, 1, T, true>(p, num_seqs, max_len, heads, stream);
+    if (m_tiles == 2) return launch_one<D, 2, T, true>(p, num_seqs, max_len, heads, stream);
+  }
+  launch_one<D, kDefault, T, true>(p, num_seqs, max_len, heads, stream);
 }
 
 template <typename T>
-void launch_type(const Params& p, bool vec, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
+void launch_type(const Params& p, bool vec, int m_tiles, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
                  cudaStream_t stream) {
-  if (p.head_dim <= 32) return launch_dim<32, T>(p, vec, num_seqs, max_len, heads, stream);
-  if (p.head_dim <= 64) return launch_dim<64, T>(p, vec, num_seqs, max_len, heads, stream);
-  if (p.head_dim <= 96) return launch_dim<96, T>(p, vec, num_seqs, max_len, heads, stream);
-  launch_dim<128, T>(p, vec, num_seqs, max_len, heads, stream);
+  if (p.head_dim <= 32) return launch_dim<32, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
+  if (p.head_dim <= 64) return launch_dim<64, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
+  if (p.head_dim <= 96) return launch_dim<96, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
+  launch_dim<128, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
 }  // namespace
 
-void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream, int m_tiles) {
+  check(m_tiles >= 0 && m_tiles <= 2, "attention (half): m_tiles ", m_tiles, " outside 0..2");
   check(a.q && a.k && a.v && a.out && a.seq_starts, "attention (half): null operand");
   check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0, "attention (half): heads (", a.heads,
         ") must be a multiple of kv_heads (", a.kv_heads, ")");
@@ -406,7 +460,7 @@ void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cu
   check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim && a.ldk >= a.kv_heads * a.head_dim &&
             a.ldv >= a.kv_heads * a.head_dim,
         "attention (half): row stride smaller than heads × head_dim");
-  check(a.heads <= 65535 && a.num_seqs < (1u << 31) && (max_seq_len + kBlockRows - 1) / kBlockRows <= 65535,
+  check(a.heads <= 65535 && a.num_seqs < (1u << 31) && (max_seq_len + 63) / 64 <= 65535,
         "attention (half): batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
   // A window reaching past the longest sequence masks nothing: dropping it keeps the int index
@@ -431,8 +485,12 @@ void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cu
   // cp.async moves 16-byte chunks: every row start of every head must be 16-byte aligned.
   const bool vec = aligned16(a.q) && aligned16(a.k) && aligned16(a.v) && a.ldq % 8 == 0 && a.ldk % 8 == 0 &&
                    a.ldv % 8 == 0 && a.head_dim % 8 == 0;
-  if (a.type == HalfType::kF16) return launch_type<__half>(p, vec, a.num_seqs, max_seq_len, a.heads, stream);
-  launch_type<__nv_bfloat16>(p, vec, a.num_seqs, max_seq_len, a.heads, stream);
+  if (a.type == HalfType::kF16) return launch_type<__half>(p, vec, m_tiles, a.num_seqs, max_seq_len, a.heads, stream);
+  launch_type<__nv_bfloat16>(p, vec, m_tiles, a.num_seqs, max_seq_len, a.heads, stream);
+}
+
+void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+  attention_half_cuda_tuned(a, max_seq_len, stream, 0);
 }
 
 }  // namespace il::ops

@@ -50,4 +50,9 @@ inline bool attention_half_supported(std::size_t head_dim) {
 // Throws il::Error on unsupported arguments (see attention_half_supported) or a launch failure.
 void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
 
+// For benchmarks and tuning only: the same kernel with the number of 16-row mma tiles per warp
+// forced to m_tiles (1 or 2; 0 = the default attention_half_cuda uses). Honoured for head_dim
+// ≤ 64 on the fast path; elsewhere the default applies.
+void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream, int m_tiles);
+
 }  // namespace il::ops

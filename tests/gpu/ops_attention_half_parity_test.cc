@@ -152,7 +152,7 @@ Buffers make_inputs(const HalfCase& c, HalfType t, uint32_t seed) {
 
 // Max error relative to the output's scale of the half kernel against attention_cpu; the whole
 // output buffer is compared, so a write outside the window shows as an error too.
-double half_attention_error(const HalfCase& c, HalfType t, uint32_t seed, bool via_graph = false) {
+double half_attention_error(const HalfCase& c, HalfType t, uint32_t seed, bool via_graph = false, int m_tiles = 0) {
   const auto starts = starts_of(c.lengths);
   const Buffers b = make_inputs(c, t, seed);
   const float scale = c.sharp ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -185,7 +185,8 @@ double half_attention_error(const HalfCase& c, HalfType t, uint32_t seed, bool v
   a.window = c.window;
   a.type = t;
   if (!via_graph) {
-    ops::attention_half_cuda(a, longest(c.lengths), nullptr);
+    if (m_tiles == 0) ops::attention_half_cuda(a, longest(c.lengths), nullptr);
+    else ops::attention_half_cuda_tuned(a, longest(c.lengths), nullptr, m_tiles);
   } else {
     // Capturable: no allocation, no synchronisation inside (a capture would fail on either).
     cudaStream_t stream;
@@ -243,6 +244,22 @@ INSTANTIATE_TEST_SUITE_P(Ragged, GpuHalfAttention,
                          ::testing::Combine(::testing::ValuesIn(kCases),
                                             ::testing::Values(HalfType::kF16, HalfType::kBF16)));
 
+TEST(GpuHalfAttentionTuned, BothRowTilingsMatchCpu) {
+  IL_REQUIRE_GPU();
+  // The default picks one tiling per head dim; the other stays reachable for tuning, so it is
+  // held to the same tolerance.
+  const std::vector<HalfCase> cases = {{kMixed, 4, 2, 64, MaskMode::kCausal, 0},
+                                       {kMixed, 4, 4, 32, MaskMode::kBidirectional, 40},
+                                       {{129, 3, 700}, 2, 2, 64, MaskMode::kBidirectional, 0, false, true}};
+  for (int m_tiles : {1, 2})
+    for (const HalfCase& c : cases)
+      for (HalfType t : {HalfType::kF16, HalfType::kBF16}) {
+        const double err = half_attention_error(c, t, 9, false, m_tiles);
+        std::printf("[half attention] m_tiles %d, %s: max error %.3g\n", m_tiles, describe(c, t).c_str(), err);
+        EXPECT_LE(err, tolerance(t)) << "m_tiles " << m_tiles << ", " << describe(c, t);
+      }
+}
+
 TEST(GpuHalfAttentionGraph, CapturedLaunchMatchesCpu) {
   IL_REQUIRE_GPU();
   for (HalfType t : {HalfType::kF16, HalfType::kBF16}) {
@@ -296,7 +313,7 @@ TEST(GpuHalfAttentionLong, Sequence8192MatchesCpuWithoutDeviceAllocation) {
     a.head_dim = hd;
     a.scale = 0.125f;
     a.type = t;
-    ops::attention_half_cuda(a, 1, nullptr);  // warm-up: a grid for 1 row computes only rows 0 … 63
+    ops::attention_half_cuda(a, 1, nullptr);  // warm-up: a grid for 1 row computes one block of rows
     IL_CUDA_CHECK(cudaDeviceSynchronize());
     std::size_t free_before = 0, free_after = 0, total_mem = 0;
     IL_CUDA_CHECK(cudaMemGetInfo(&free_before, &total_mem));
@@ -404,6 +421,12 @@ TEST(GpuHalfAttentionTiming, DISABLED_PrintTimings) {
       const double ms = median_ms([&] { ops::attention_half_cuda(a, s.len, nullptr); });
       std::printf("[half attention timing] %-26s %-4s %8.4f ms  %7.1f TFLOP/s\n", s.name, type_name(t), ms,
                   flops / (ms * 1e-3) / 1e12);
+      if (s.head_dim <= 64 && t == HalfType::kF16)
+        for (int m_tiles : {1, 2}) {
+          const double mt = median_ms([&] { ops::attention_half_cuda_tuned(a, s.len, nullptr, m_tiles); });
+          std::printf("[half attention timing] %-26s f16 m_tiles %d %8.4f ms  %7.1f TFLOP/s\n", s.name, m_tiles, mt,
+                      flops / (mt * 1e-3) / 1e12);
+        }
     }
     DeviceArray<float> dp32(packed), dout32(std::vector<float>(total * qw, 0.0f));
     const ops::AttentionArgs a32{dp32.get(), ld, dp32.get() + qw, ld, dp32.get() + qw + kvw, ld, dout32.get(), qw,
