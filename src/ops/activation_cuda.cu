@@ -1,10 +1,11 @@
 // The GEMM epilogue kernel: bias and activation over a strided row window, for the activations
-// cuBLASLt does not fuse exactly (its GELU epilogue is not documented as erf or tanh, so both
-// GELUs run here, matching ops/activation.h).
+// cuBLASLt does not fuse exactly. cuBLASLt's GELU epilogue is the tanh approximation, so the
+// erf GELU (BERT's "gelu") always runs here; both GELUs match ops/activation.h. Math in f32.
 #include <algorithm>
 #include <cmath>
 
 #include "ops/check_cuda.h"
+#include "ops/elem_cuda.cuh"
 #include "ops/ops_cuda.h"
 
 namespace il::ops {
@@ -29,36 +30,31 @@ __device__ __forceinline__ float activate(float v) {
   return v;
 }
 
-template <Activation A>
-__global__ void bias_activation_kernel(float* y, std::size_t ldy, std::size_t rows, std::size_t cols,
-                                       const float* bias) {
+template <Activation A, typename T>
+__global__ void bias_activation_kernel(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* bias) {
   const std::size_t total = rows * cols;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t r = i / cols, c = i % cols;
-    float* p = y + r * ldy + c;
-    const float v = bias ? *p + bias[c] : *p;
-    *p = activate<A>(v);
+    T* p = y + r * ldy + c;
+    const float v = bias ? elem::load(p) + elem::load(bias + c) : elem::load(p);
+    elem::store(p, activate<A>(v));
   }
 }
 
-template <Activation A>
-void launch(float* y, std::size_t ldy, std::size_t rows, std::size_t cols, const float* bias,
-            cudaStream_t stream) {
+template <Activation A, typename T>
+void launch(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* bias, cudaStream_t stream) {
   constexpr unsigned kThreads = 256;
   const std::size_t total = rows * cols;
   // A grid-stride loop: enough blocks to fill the GPU, never more than the work needs.
   const std::size_t blocks = std::min<std::size_t>((total + kThreads - 1) / kThreads, 65536);
-  bias_activation_kernel<A><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(y, ldy, rows, cols, bias);
+  bias_activation_kernel<A, T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(y, ldy, rows, cols, bias);
   IL_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-void bias_activation_cuda(float* y, std::size_t ldy, std::size_t rows, std::size_t cols,
-                          const float* bias, Activation act, cudaStream_t stream) {
-  check(ldy >= cols, "bias_activation: row stride ", ldy, " smaller than ", cols, " columns");
-  if (rows == 0 || cols == 0 || (act == Activation::kNone && bias == nullptr)) return;
+template <typename T>
+void launch_act(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* bias, Activation act,
+                cudaStream_t stream) {
   switch (act) {
     case Activation::kNone: return launch<Activation::kNone>(y, ldy, rows, cols, bias, stream);
     case Activation::kGeluErf: return launch<Activation::kGeluErf>(y, ldy, rows, cols, bias, stream);
@@ -67,6 +63,18 @@ void bias_activation_cuda(float* y, std::size_t ldy, std::size_t rows, std::size
     case Activation::kRelu: return launch<Activation::kRelu>(y, ldy, rows, cols, bias, stream);
     case Activation::kTanh: return launch<Activation::kTanh>(y, ldy, rows, cols, bias, stream);
   }
+}
+
+}  // namespace
+
+void bias_activation_cuda(void* y, std::size_t ldy, std::size_t rows, std::size_t cols, const void* bias,
+                          Activation act, cudaStream_t stream, DType type) {
+  check(ldy >= cols, "bias_activation: row stride ", ldy, " smaller than ", cols, " columns");
+  if (rows == 0 || cols == 0 || (act == Activation::kNone && bias == nullptr)) return;
+  elem::dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    launch_act<T>(static_cast<T*>(y), ldy, rows, cols, static_cast<const T*>(bias), act, stream);
+  });
 }
 
 }  // namespace il::ops

@@ -1,13 +1,16 @@
-// Ragged flash-style attention, f32. A block owns (sequence, 32 query rows, head); its four warps
-// own eight query rows each. Keys stream through shared memory 32 at a time (one key per lane
-// for q·k, then one output dimension per lane for p·v), with the running max and sum of the
-// online softmax per row in registers: memory is O(tile), never O(n²), whatever the length.
+// Ragged flash-style attention; q, k, v and out in f32, f16 or bf16, staged in shared memory and
+// computed in f32 (the f16 / bf16 fallback of the tensor-core kernel). A block owns (sequence,
+// 32 query rows, head); its four warps own eight query rows each. Keys stream through shared
+// memory 32 at a time (one key per lane for q·k, then one output dimension per lane for p·v),
+// with the running max and sum of the online softmax per row in registers: memory is O(tile),
+// never O(n²), whatever the length.
 // Masks follow ops/attention.h exactly: row i of a sequence of length n sees keys
 // [lo_i, hi_i) with hi_i = i + 1 when causal (else n), and with a window w additionally
 // |i − j| ≤ w / 2.
 #include <cmath>
 
 #include "ops/check_cuda.h"
+#include "ops/elem_cuda.cuh"
 #include "ops/ops_cuda.h"
 #include "ops/reduce_cuda.cuh"
 
@@ -19,14 +22,15 @@ constexpr int kRowsPerWarp = 8;
 constexpr int kBlockRows = kWarps * kRowsPerWarp;
 constexpr int kKeyTile = 32;  // one key per lane
 
+template <typename T>
 struct AttnParams {
-  const float* q;
+  const T* q;
   std::size_t ldq;
-  const float* k;
+  const T* k;
   std::size_t ldk;
-  const float* v;
+  const T* v;
   std::size_t ldv;
-  float* out;
+  T* out;
   std::size_t ldo;
   const int32_t* seq_starts;
   int group;     // query heads per kv head
@@ -36,7 +40,8 @@ struct AttnParams {
   int half_window;  // −1: no window
 };
 
-__device__ __forceinline__ void key_range(const AttnParams& p, int i, int len, int& lo, int& hi) {
+template <typename T>
+__device__ __forceinline__ void key_range(const AttnParams<T>& p, int i, int len, int& lo, int& hi) {
   lo = 0;
   hi = p.causal ? i + 1 : len;
   if (p.half_window >= 0) {
@@ -52,8 +57,8 @@ constexpr std::size_t shared_bytes() {
   return (2 * kKeyTile * (D + 1) + kBlockRows * D) * sizeof(float);
 }
 
-template <int D>
-__global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams p) {
+template <int D, typename T>
+__global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams<T> p) {
   constexpr int kStride = D + 1;
   constexpr int kPerLane = D / 32;  // output dimensions per lane
   extern __shared__ float smem[];
@@ -75,7 +80,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams p) {
     const int r = idx / D, d = idx % D;
     float val = 0.0f;
     if (row0 + r < len && d < hd)
-      val = p.q[static_cast<std::size_t>(start + row0 + r) * p.ldq + static_cast<std::size_t>(head) * hd + d] * p.scale;
+      val = elem::load(p.q + static_cast<std::size_t>(start + row0 + r) * p.ldq + static_cast<std::size_t>(head) * hd + d) *
+            p.scale;
     qs[idx] = val;
   }
 
@@ -94,8 +100,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams p) {
     for (int c = 0; c < kPerLane; ++c) acc[r][c] = 0.0f;
   }
 
-  const float* kbase = p.k + static_cast<std::size_t>(kvh) * hd;
-  const float* vbase = p.v + static_cast<std::size_t>(kvh) * hd;
+  const T* kbase = p.k + static_cast<std::size_t>(kvh) * hd;
+  const T* vbase = p.v + static_cast<std::size_t>(kvh) * hd;
   for (int kt = klo; kt < khi; kt += kKeyTile) {
     __syncthreads();  // the previous tile is consumed (and the queries are staged)
     for (int idx = threadIdx.x; idx < kKeyTile * D; idx += blockDim.x) {
@@ -103,8 +109,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams p) {
       const int key = kt + j;
       float kv = 0.0f, vv = 0.0f;
       if (key < khi && d < hd) {
-        kv = kbase[static_cast<std::size_t>(start + key) * p.ldk + d];
-        vv = vbase[static_cast<std::size_t>(start + key) * p.ldv + d];
+        kv = elem::load(kbase + static_cast<std::size_t>(start + key) * p.ldk + d);
+        vv = elem::load(vbase + static_cast<std::size_t>(start + key) * p.ldv + d);
       }
       ks[j * kStride + d] = kv;
       vs[j * kStride + d] = vv;
@@ -150,32 +156,32 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams p) {
     const int i = row0 + warp * kRowsPerWarp + r;
     if (i >= len) continue;
     const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // no admissible key: zeros, as the CPU op
-    float* out = p.out + static_cast<std::size_t>(start + i) * p.ldo + static_cast<std::size_t>(head) * hd;
+    T* out = p.out + static_cast<std::size_t>(start + i) * p.ldo + static_cast<std::size_t>(head) * hd;
 #pragma unroll
     for (int c = 0; c < kPerLane; ++c) {
       const int d = lane + 32 * c;
-      if (d < hd) out[d] = acc[r][c] * inv;
+      if (d < hd) elem::store(out + d, acc[r][c] * inv);
     }
   }
 }
 
-template <int D>
-void launch(const AttnParams& p, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
+template <int D, typename T>
+void launch(const AttnParams<T>& p, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
             cudaStream_t stream) {
   constexpr std::size_t kBytes = shared_bytes<D>();
   // Above 48 KiB a kernel must opt in; the attribute is per function and cheap to set again.
-  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(kBytes)));
   const dim3 grid(static_cast<unsigned>(num_seqs),
                   static_cast<unsigned>((max_len + kBlockRows - 1) / kBlockRows),
                   static_cast<unsigned>(heads));
-  attention_kernel<D><<<grid, kWarps * 32, kBytes, stream>>>(p);
+  attention_kernel<D, T><<<grid, kWarps * 32, kBytes, stream>>>(p);
   IL_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream, DType type) {
   // check_attention reads seq_starts, which live on the device here: the shape checks only.
   check(a.q && a.k && a.v && a.out && a.seq_starts, "attention: null operand");
   check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0,
@@ -188,14 +194,17 @@ void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_
   check(a.heads <= 65535 && a.num_seqs < (1u << 31) && max_seq_len < (1u << 30),
         "attention: batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
-  const AttnParams p{a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.seq_starts,
-                     static_cast<int>(a.heads / a.kv_heads), static_cast<int>(a.head_dim), a.scale,
-                     a.mask == MaskMode::kCausal,
-                     a.window > 0 ? static_cast<int>(a.window / 2) : -1};
-  if (a.head_dim <= 32) return launch<32>(p, a.num_seqs, max_seq_len, a.heads, stream);
-  if (a.head_dim <= 64) return launch<64>(p, a.num_seqs, max_seq_len, a.heads, stream);
-  if (a.head_dim <= 128) return launch<128>(p, a.num_seqs, max_seq_len, a.heads, stream);
-  return launch<256>(p, a.num_seqs, max_seq_len, a.heads, stream);
+  elem::dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    const AttnParams<T> p{reinterpret_cast<const T*>(a.q), a.ldq, reinterpret_cast<const T*>(a.k), a.ldk,
+                          reinterpret_cast<const T*>(a.v), a.ldv, reinterpret_cast<T*>(a.out), a.ldo, a.seq_starts,
+                          static_cast<int>(a.heads / a.kv_heads), static_cast<int>(a.head_dim), a.scale,
+                          a.mask == MaskMode::kCausal, a.window > 0 ? static_cast<int>(a.window / 2) : -1};
+    if (a.head_dim <= 32) return launch<32>(p, a.num_seqs, max_seq_len, a.heads, stream);
+    if (a.head_dim <= 64) return launch<64>(p, a.num_seqs, max_seq_len, a.heads, stream);
+    if (a.head_dim <= 128) return launch<128>(p, a.num_seqs, max_seq_len, a.heads, stream);
+    return launch<256>(p, a.num_seqs, max_seq_len, a.heads, stream);
+  });
 }
 
 }  // namespace il::ops

@@ -9,12 +9,23 @@ namespace il::ops {
 namespace {
 
 // The largest power of two dividing the address, capped at 256 (cuBLASLt's default assumption,
-// which a column window of a buffer does not meet: an algorithm needing more is excluded).
-unsigned alignment_of(const void* p) {
+// which a column window of a buffer does not meet: an algorithm needing more is excluded), and
+// at least the element size.
+unsigned alignment_of(const void* p, DType t) {
   const auto v = reinterpret_cast<std::uintptr_t>(p);
+  const auto floor = static_cast<unsigned>(dtype_size(t));
   unsigned a = 256;
-  while (a > 4 && v % a != 0) a /= 2;
+  while (a > floor && v % a != 0) a /= 2;
   return a;
+}
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::kF32: return CUDA_R_32F;
+    case DType::kF16: return CUDA_R_16F;
+    case DType::kBF16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
 }
 
 void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const void* value,
@@ -60,14 +71,16 @@ bool CublasLtGemm::try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue,
   if (a.bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias);
   const auto u64 = [](std::size_t v) { return static_cast<uint64_t>(v); };
   const auto i64 = [](std::size_t v) { return static_cast<int64_t>(v); };
-  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.w, CUDA_R_32F, u64(a.k), u64(a.n), i64(a.k)));
-  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.x, CUDA_R_32F, u64(a.k), u64(a.m), i64(a.ldx)));
-  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.y, CUDA_R_32F, u64(a.n), u64(a.m), i64(a.ldy)));
+  const cudaDataType_t t = cuda_type(a.type);
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.w, t, u64(a.k), u64(a.n), i64(a.k)));
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.x, t, u64(a.k), u64(a.m), i64(a.ldx)));
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.y, t, u64(a.n), u64(a.m), i64(a.ldy)));
 
   cublasLtMatmulPreference_t pref = nullptr;
   IL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = workspace_bytes_;
-  const uint32_t align_w = alignment_of(a.w), align_x = alignment_of(a.x), align_y = alignment_of(a.y);
+  const uint32_t align_w = alignment_of(a.w, a.type), align_x = alignment_of(a.x, a.type),
+                 align_y = alignment_of(a.y, a.type);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t st = [&] {
@@ -96,8 +109,16 @@ bool CublasLtGemm::try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue,
 
 const CublasLtGemm::Shape& CublasLtGemm::shape_for(const GemmCudaArgs& a) {
   const cublasLtEpilogue_t fused = epilogue_for(a.bias != nullptr, a.act);
-  const Key key{a.m, a.n, a.k, a.ldx, a.ldy, static_cast<int>(fused), alignment_of(a.x),
-                alignment_of(a.w), alignment_of(a.y)};
+  const Key key{a.m,
+                a.n,
+                a.k,
+                a.ldx,
+                a.ldy,
+                static_cast<int>(fused),
+                alignment_of(a.x, a.type),
+                alignment_of(a.w, a.type),
+                alignment_of(a.y, a.type),
+                static_cast<int>(a.type)};
   if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   Shape s;
   bool ok = false;
@@ -126,8 +147,8 @@ void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
   if (a.m == 0) return;
   const Shape& s = shape_for(a);
   if (s.fallback) {
-    gemm_fallback_cuda(a.x, a.ldx, a.w, a.n, a.k, a.y, a.ldy, a.m, stream);
-    bias_activation_cuda(a.y, a.ldy, a.m, a.n, a.bias, a.act, stream);
+    gemm_fallback_cuda(a.x, a.ldx, a.w, a.n, a.k, a.y, a.ldy, a.m, stream, a.type);
+    bias_activation_cuda(a.y, a.ldy, a.m, a.n, a.bias, a.act, stream, a.type);
     return;
   }
   // The bias pointer changes between steps of the same shape; the descriptor is read at enqueue.
@@ -135,9 +156,9 @@ void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
   const float alpha = 1.0f, beta = 0.0f;
   IL_CUBLAS_CHECK(cublasLtMatmul(handle_, s.desc, &alpha, a.w, s.w, a.x, s.x, &beta, a.y, s.y, a.y, s.y,
                                  &s.algo, workspace_, workspace_bytes_, stream));
-  const float* rest_bias = s.fused_bias ? nullptr : a.bias;
+  const void* rest_bias = s.fused_bias ? nullptr : a.bias;
   const Activation rest_act = s.fused_act ? Activation::kNone : a.act;
-  bias_activation_cuda(a.y, a.ldy, a.m, a.n, rest_bias, rest_act, stream);
+  bias_activation_cuda(a.y, a.ldy, a.m, a.n, rest_bias, rest_act, stream, a.type);
 }
 
 }  // namespace il::ops

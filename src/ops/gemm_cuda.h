@@ -1,5 +1,6 @@
-// The CUDA GEMM: y[m, n] = act(x[m, k] · W[n, k]ᵀ + bias[n]) through cuBLASLt, f32 in and out
-// with f32 compute (no TF32: this is the parity class). x and y may be column windows of wider
+// The CUDA GEMM: y[m, n] = act(x[m, k] · W[n, k]ᵀ + bias[n]) through cuBLASLt with f32 compute.
+// `type` is the element type of x, W, bias and y: f32 (no TF32: the parity class), or f16 / bf16
+// (tensor cores, f32 accumulation, one rounding of the biased sum). x and y may be column windows of wider
 // buffers (ldx ≥ k, ldy ≥ n); W keeps the Hugging Face [out, in] layout, read transposed.
 // Bias and ReLU run in cuBLASLt's epilogue; the other activations in ops/activation_cuda.cu.
 // Where cuBLASLt offers no algorithm for a shape (alignment, strides), a plain tiled kernel runs.
@@ -13,20 +14,22 @@
 #include <map>
 #include <tuple>
 
+#include "core/dtype.h"
 #include "inferencelayer/types.h"
 
 namespace il::ops {
 
 struct GemmCudaArgs {
-  const float* x = nullptr;
+  const void* x = nullptr;
   std::size_t ldx = 0;
-  const float* w = nullptr;  // [n, k] row-major
+  const void* w = nullptr;  // [n, k] row-major
   std::size_t n = 0, k = 0;
-  const float* bias = nullptr;  // [n] or null
-  float* y = nullptr;
+  const void* bias = nullptr;  // [n] or null
+  void* y = nullptr;
   std::size_t ldy = 0;
   std::size_t m = 0;
   Activation act = Activation::kNone;
+  DType type = DType::kF32;  // of x, w, bias and y (strides in elements)
 };
 
 // One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
@@ -40,11 +43,13 @@ class CublasLtGemm {
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
   void run(const GemmCudaArgs& a, cudaStream_t stream);
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
 
  private:
-  // Everything the algorithm choice depends on: sizes, strides, epilogue, pointer alignments.
+  // Everything the algorithm choice depends on: sizes, strides, epilogue, pointer alignments,
+  // element type.
   using Key = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, int,
-                         unsigned, unsigned, unsigned>;
+                         unsigned, unsigned, unsigned, int>;
   struct Shape {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;

@@ -2,12 +2,18 @@
 // (seq_starts and token ids included) in device memory, and enqueue asynchronously on `stream`:
 // nothing here allocates or synchronises. Semantics are those of the <op>.h headers exactly; the
 // gpu op parity tests hold each launcher to its CPU op. Only CUDA code includes this header.
+//
+// Element types: `type` says what the activation pointers of the struct point to (f32, f16 or
+// bf16; the struct's float* then carry the address of the half array). Kernels load into f32,
+// compute in f32 (norm statistics, softmax, pooling and L2 sums included) and round once on the
+// store. Which pointers follow `type` and which stay f32 is said per launcher below.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 
+#include "core/dtype.h"
 #include "inferencelayer/types.h"
 #include "ops/attention.h"
 #include "ops/embed.h"
@@ -16,31 +22,43 @@
 
 namespace il::ops {
 
+// dst[i] = src[i] converted (round to nearest even), n elements; src and dst must not overlap
+// unless the types are equal sizes and dst == src.
+void convert_cuda(const void* src, DType from, void* dst, DType to, std::size_t n, cudaStream_t stream);
+
 // num_tokens: rows of `out` (the token ids' count); the sequence of each token is found in
-// seq_starts on the device.
-void embed_cuda(const EmbedArgs& a, std::size_t num_tokens, cudaStream_t stream);
+// seq_starts on the device. Tokens at or past seq_starts[num_seqs] (padding up to a bucket)
+// get zero rows. `type`: the tables and out.
+void embed_cuda(const EmbedArgs& a, std::size_t num_tokens, cudaStream_t stream, DType type = DType::kF32);
 
-// cols up to kLayerNormMaxCols: one row is staged in shared memory, which with the reduction
-// scratch must stay inside the 48 KiB a block gets without opting in.
+// cols up to kLayerNormMaxCols: one row is staged in shared memory (f32), which with the
+// reduction scratch must stay inside the 48 KiB a block gets without opting in. `type`: x,
+// residual and out; the weight and bias stay f32 (they scale a normalised f32 value: rounding
+// them would add an error for no speed, as they are read once per row from cache).
 inline constexpr std::size_t kLayerNormMaxCols = 12000;
-void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream);
+void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream, DType type = DType::kF32);
 
-// max_seq_len: the longest sequence of the batch (sizes the grid; the host knows it, the device
-// offsets stay on the device). head_dim up to kAttentionMaxHeadDim.
+// max_seq_len: at least the longest sequence of the batch (sizes the grid; the host knows it,
+// the device offsets stay on the device). head_dim up to kAttentionMaxHeadDim. `type`: q, k, v
+// and out (staged as f32 in shared memory).
 inline constexpr std::size_t kAttentionMaxHeadDim = 256;
-void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
+void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream,
+                    DType type = DType::kF32);
 
-void pool_cuda(const PoolArgs& a, cudaStream_t stream);
-void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream);
+// `in`: the element type of x; out is always f32 (pooled rows are read back as f32).
+void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in = DType::kF32);
+// `type`: x (normalised in place; the sum of squares in double).
+void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream, DType type = DType::kF32);
 
 // y[r, c] = act(y[r, c] + bias[c]) over rows × cols (row stride ldy); bias may be null. The GEMM
-// epilogue for what cuBLASLt does not fuse, with the activations of ops/activation.h.
-void bias_activation_cuda(float* y, std::size_t ldy, std::size_t rows, std::size_t cols,
-                          const float* bias, Activation act, cudaStream_t stream);
+// epilogue for what cuBLASLt does not fuse, with the activations of ops/activation.h. `type`: y
+// and bias (a GEMM's bias has its output's type: cuBLASLt's epilogue requires it).
+void bias_activation_cuda(void* y, std::size_t ldy, std::size_t rows, std::size_t cols, const void* bias,
+                          Activation act, cudaStream_t stream, DType type = DType::kF32);
 
-// y[m, n] = x[m, k] · W[n, k]ᵀ without epilogue, by a plain tiled kernel: the GEMM's fallback
-// where cuBLASLt offers no algorithm (see ops/gemm_cuda.h).
-void gemm_fallback_cuda(const float* x, std::size_t ldx, const float* w, std::size_t n, std::size_t k, float* y,
-                        std::size_t ldy, std::size_t m, cudaStream_t stream);
+// y[m, n] = x[m, k] · W[n, k]ᵀ without epilogue, by a plain tiled kernel (f32 accumulation): the
+// GEMM's fallback where cuBLASLt offers no algorithm (see ops/gemm_cuda.h). `type`: x, w and y.
+void gemm_fallback_cuda(const void* x, std::size_t ldx, const void* w, std::size_t n, std::size_t k, void* y,
+                        std::size_t ldy, std::size_t m, cudaStream_t stream, DType type = DType::kF32);
 
 }  // namespace il::ops

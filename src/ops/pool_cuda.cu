@@ -1,6 +1,7 @@
 // Pooling (mean / CLS / last) and row L2 normalisation on the GPU. Sums run in double, as the
-// CPU ops do, so long sequences keep f32 parity.
+// CPU ops do, so long sequences keep f32 parity. Pooled rows are always written as f32.
 #include "ops/check_cuda.h"
+#include "ops/elem_cuda.cuh"
 #include "ops/ops_cuda.h"
 #include "ops/reduce_cuda.cuh"
 
@@ -11,7 +12,8 @@ constexpr int kPoolThreads = 128;
 constexpr int kL2Threads = 256;
 
 // Block (sequence, column chunk); a thread owns one column, so reads of a row coalesce.
-__global__ void pool_kernel(PoolArgs p) {
+template <typename T>
+__global__ void pool_kernel(const T* x, std::size_t ldx, PoolArgs p) {
   const std::size_t s = blockIdx.x;
   const std::size_t j = blockIdx.y * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (j >= p.cols) return;
@@ -23,47 +25,58 @@ __global__ void pool_kernel(PoolArgs p) {
     return;
   }
   switch (p.mode) {
-    case PoolingMode::kCls: out[j] = p.x[begin * p.ldx + j]; return;
-    case PoolingMode::kLastToken: out[j] = p.x[(end - 1) * p.ldx + j]; return;
+    case PoolingMode::kCls: out[j] = elem::load(x + begin * ldx + j); return;
+    case PoolingMode::kLastToken: out[j] = elem::load(x + (end - 1) * ldx + j); return;
     case PoolingMode::kMean: {
       double acc = 0.0;
-      for (std::size_t r = begin; r < end; ++r) acc += p.x[r * p.ldx + j];
+      for (std::size_t r = begin; r < end; ++r) acc += elem::load(x + r * ldx + j);
       out[j] = static_cast<float>(acc * (1.0 / static_cast<double>(end - begin)));
       return;
     }
   }
 }
 
-__global__ void l2_rows_kernel(L2RowsArgs p) {
+template <typename T>
+__global__ void l2_rows_kernel(T* x, std::size_t ldx, std::size_t cols) {
   __shared__ double scratch[kL2Threads / 32];
-  float* row = p.x + static_cast<std::size_t>(blockIdx.x) * p.ldx;
+  T* row = x + static_cast<std::size_t>(blockIdx.x) * ldx;
   double sq = 0.0;
-  for (std::size_t j = threadIdx.x; j < p.cols; j += blockDim.x) sq += static_cast<double>(row[j]) * row[j];
+  for (std::size_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const double v = elem::load(row + j);
+    sq += v * v;
+  }
   sq = cuda_reduce::block_sum(sq, scratch);
   if (sq <= 0.0) return;  // an all-zero row stays zero (torch's F.normalize)
   const float inv = static_cast<float>(1.0 / sqrt(sq));
-  for (std::size_t j = threadIdx.x; j < p.cols; j += blockDim.x) row[j] *= inv;
+  for (std::size_t j = threadIdx.x; j < cols; j += blockDim.x) elem::store(row + j, elem::load(row + j) * inv);
 }
 
 }  // namespace
 
-void pool_cuda(const PoolArgs& a, cudaStream_t stream) {
+void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in) {
   check(a.x && a.out && a.seq_starts, "pool: null operand");
   check(a.ldx >= a.cols && a.ldo >= a.cols, "pool: row stride smaller than the row");
   if (a.num_seqs == 0 || a.cols == 0) return;
   check(a.num_seqs < (1u << 31), "pool: too many sequences for one launch");
   const dim3 grid(static_cast<unsigned>(a.num_seqs),
                   static_cast<unsigned>((a.cols + kPoolThreads - 1) / kPoolThreads));
-  pool_kernel<<<grid, kPoolThreads, 0, stream>>>(a);
+  elem::dispatch(in, [&](auto tag) {
+    using T = decltype(tag);
+    pool_kernel<T><<<grid, kPoolThreads, 0, stream>>>(reinterpret_cast<const T*>(a.x), a.ldx, a);
+  });
   IL_CUDA_CHECK_LAUNCH();
 }
 
-void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream) {
+void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream, DType type) {
   check(a.x != nullptr || a.rows == 0, "l2_rows: null operand");
   check(a.ldx >= a.cols, "l2_rows: row stride smaller than the row");
   if (a.rows == 0 || a.cols == 0) return;
   check(a.rows < (1u << 31), "l2_rows: too many rows for one launch");
-  l2_rows_kernel<<<static_cast<unsigned>(a.rows), kL2Threads, 0, stream>>>(a);
+  elem::dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    l2_rows_kernel<T><<<static_cast<unsigned>(a.rows), kL2Threads, 0, stream>>>(reinterpret_cast<T*>(a.x), a.ldx,
+                                                                               a.cols);
+  });
   IL_CUDA_CHECK_LAUNCH();
 }
 

@@ -37,9 +37,19 @@ std::string describe(int index) {
   return os.str();
 }
 
-std::unique_ptr<plan::Executor> make_executor(plan::Plan& plan, std::size_t max_tokens, int index) {
+std::unique_ptr<plan::Executor> make_executor(plan::Plan& plan, std::size_t max_tokens, int index,
+                                              const std::string& dtype) {
   device_info(index);  // validates the index with a clear message
-  return std::make_unique<CudaExecutor>(plan, max_tokens, index);
+  // "auto" is f32, the parity class, on every device: a low-precision mode is always asked for.
+  DType compute = DType::kF32;
+  if (dtype == "f16") {
+    compute = DType::kF16;
+  } else if (dtype == "bf16") {
+    compute = DType::kBF16;
+  } else {
+    check(dtype == "auto" || dtype == "f32", "dtype '", dtype, "' is not one of auto, f32, f16, bf16");
+  }
+  return std::make_unique<CudaExecutor>(plan, max_tokens, index, compute);
 }
 
 }  // namespace il::cuda

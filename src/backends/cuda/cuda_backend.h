@@ -27,7 +27,9 @@ DeviceInfo device_info(int index);
 std::string describe(int index);
 
 // An executor on device `index` for `plan` (which must outlive it); weights are uploaded now and
-// their host copies released. Throws il::Error without the backend or the device.
-std::unique_ptr<plan::Executor> make_executor(plan::Plan& plan, std::size_t max_tokens, int index);
+// their host copies released. `dtype`: "f32", "f16", "bf16" or "auto" (the backend's default).
+// Throws il::Error without the backend or the device, or for a precision it cannot run.
+std::unique_ptr<plan::Executor> make_executor(plan::Plan& plan, std::size_t max_tokens, int index,
+                                              const std::string& dtype = "auto");
 
 }  // namespace il::cuda

@@ -11,7 +11,7 @@ int device_count() { return 0; }
 DeviceInfo device_info(int) { throw Error("this build has no CUDA backend (configure with -DIL_CUDA=ON)"); }
 std::string describe(int) { throw Error("this build has no CUDA backend (configure with -DIL_CUDA=ON)"); }
 
-std::unique_ptr<plan::Executor> make_executor(plan::Plan&, std::size_t, int) {
+std::unique_ptr<plan::Executor> make_executor(plan::Plan&, std::size_t, int, const std::string&) {
   throw Error("this build has no CUDA backend (configure with -DIL_CUDA=ON)");
 }
 

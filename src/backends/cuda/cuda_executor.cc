@@ -7,7 +7,9 @@
 #include <sstream>
 #include <type_traits>
 
+#include "backends/cuda/batch_buckets.h"
 #include "core/error.h"
+#include "ops/attention_half_cuda.h"
 #include "ops/check_cuda.h"
 #include "ops/ops_cuda.h"
 
@@ -32,21 +34,52 @@ const char* op_name(const plan::StepOp& op) {
       op);
 }
 
+std::size_t elem_size(DType t) { return dtype_size(t); }
+
+int slot(DType t) { return static_cast<int>(t); }
+
 }  // namespace
 
-CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device)
-    : plan_(plan), max_tokens_(max_tokens), device_(device) {
+CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device, DType compute)
+    : plan_(plan), max_tokens_(max_tokens), device_(device), compute_(compute) {
   check(max_tokens > 0, "cuda executor: max_tokens must be positive");
   const char* prof = std::getenv("IL_PROFILE");
   profiling_ = prof != nullptr && std::string(prof) != "0";
   const char* graphs = std::getenv("IL_CUDA_GRAPHS");
-  graphs_enabled_ = graphs != nullptr && std::string(graphs) != "0";
+  graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
   try {
     allocate(plan);
   } catch (...) {
     release();  // the destructor does not run for a half-built executor
     throw;
   }
+  const char* mem = std::getenv("IL_CUDA_MEMORY");
+  if (mem != nullptr && std::string(mem) != "0")
+    std::fprintf(stderr, "cuda executor (%s): %.1f MiB of device memory (weights %.1f MiB, scratch %.1f MiB)\n",
+                 compute_dtype().c_str(), static_cast<double>(device_bytes()) / (1 << 20),
+                 static_cast<double>(weight_arena_.bytes()) / (1 << 20),
+                 static_cast<double>(buffer_arena_.bytes()) / (1 << 20));
+}
+
+std::string CudaExecutor::compute_dtype() const {
+  switch (compute_) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+  }
+  return "f32";
+}
+
+std::size_t CudaExecutor::device_bytes() const {
+  return weight_arena_.bytes() + buffer_arena_.bytes() + batch_arena_.bytes() + gemm_->workspace_bytes();
+}
+
+DType CudaExecutor::type_of(const View& v) const {
+  switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
+    case Rows::kTokens: return compute_;
+    case Rows::kSequences: return DType::kF32;  // pooled rows, heads, scores: f32 in every mode
+  }
+  return DType::kF32;
 }
 
 void CudaExecutor::allocate(plan::Plan& plan) {
@@ -57,16 +90,20 @@ void CudaExecutor::allocate(plan::Plan& plan) {
   upload_weights(plan);
 
   // Scratch: every buffer gets max_tokens rows (a batch can hold as many sequences as tokens).
+  const auto bytes_of = [&](std::size_t id) {
+    const plan::BufferDesc& b = plan.buffers()[id];
+    return aligned_bytes(max_tokens_ * b.cols * elem_size(type_of({static_cast<int>(id), 0, b.cols})));
+  };
   std::size_t total = 0;
-  for (const auto& b : plan.buffers()) total += aligned_bytes(max_tokens_ * b.cols * sizeof(float));
+  for (std::size_t i = 0; i < plan.buffers().size(); ++i) total += bytes_of(i);
   buffer_arena_ = DeviceMemory(total);
   // Zeroed once so a view never reads uninitialised memory, even past the current rows.
   // On our stream: a non-blocking stream does not wait for work on the legacy default stream.
   if (total > 0) IL_CUDA_CHECK(cudaMemsetAsync(buffer_arena_.get(), 0, total, stream_));
   std::size_t offset = 0;
-  for (const auto& b : plan.buffers()) {
-    buffers_.push_back(reinterpret_cast<float*>(buffer_arena_.get() + offset));
-    offset += aligned_bytes(max_tokens_ * b.cols * sizeof(float));
+  for (std::size_t i = 0; i < plan.buffers().size(); ++i) {
+    buffers_.push_back(buffer_arena_.get() + offset);
+    offset += bytes_of(i);
   }
 
   // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side.
@@ -76,22 +113,67 @@ void CudaExecutor::allocate(plan::Plan& plan) {
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+// Each weight is uploaded in the element types its steps read it in: embedding tables and GEMM
+// weights and biases in the type of the activations they meet (the serving precision for token
+// rows, f32 for the heads on sequence rows); norm weights and biases in f32 (see
+// ops/ops_cuda.h). Half copies are converted on the device from one f32 upload.
 void CudaExecutor::upload_weights(plan::Plan& plan) {
-  std::size_t total = 0;
-  for (const auto& w : plan.weights()) total += aligned_bytes(w.data.size() * sizeof(float));
+  const std::size_t count = plan.weights().size();
+  std::vector<std::array<bool, 3>> need(count, {false, false, false});
+  const auto mark = [&](plan::WeightId id, DType t) {
+    if (id != plan::kNoWeight) need.at(static_cast<std::size_t>(id))[slot(t)] = true;
+  };
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      std::visit(
+          [&](const auto& op) {
+            using T = std::decay_t<decltype(op)>;
+            if constexpr (std::is_same_v<T, plan::EmbedStep>) {
+              for (plan::WeightId id : {op.word, op.position, op.type}) mark(id, type_of(op.out));
+            } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
+              mark(op.w, type_of(op.x));
+              mark(op.bias, type_of(op.x));
+            } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
+              mark(op.w, DType::kF32);
+              mark(op.b, DType::kF32);
+            }
+          },
+          step.op);
+
+  std::size_t total = 0, widest_half = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t n = plan.weights()[i].data.size();
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16})
+      if (need[i][slot(t)]) {
+        total += aligned_bytes(n * elem_size(t));
+        if (t != DType::kF32) widest_half = std::max(widest_half, n);
+      }
+  }
   weight_arena_ = DeviceMemory(total);
+  DeviceMemory f32_staging(widest_half * sizeof(float));  // freed after the upload
   std::size_t offset = 0;
-  for (auto& w : plan.weights()) {
+  for (std::size_t i = 0; i < count; ++i) {
+    plan::WeightDesc& w = plan.weights()[i];
     std::size_t expected = 1;
     for (int64_t d : w.shape) expected *= static_cast<std::size_t>(d);
     check(w.data.size() == expected, "cuda executor: weight ", w.name,
           " holds no data (its plan is already used by another executor?)");
-    float* dst = reinterpret_cast<float*>(weight_arena_.get() + offset);
-    IL_CUDA_CHECK(cudaMemcpy(dst, w.data.data(), w.data.size() * sizeof(float), cudaMemcpyHostToDevice));
-    weights_.push_back(dst);
+    std::array<const void*, 3> copies{nullptr, nullptr, nullptr};
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+      if (!need[i][slot(t)]) continue;
+      std::byte* dst = weight_arena_.get() + offset;
+      offset += aligned_bytes(w.data.size() * elem_size(t));
+      copies[slot(t)] = dst;
+      // On our stream, in order (a pageable cudaMemcpy may return before its DMA completes).
+      void* target = t == DType::kF32 ? static_cast<void*>(dst) : static_cast<void*>(f32_staging.get());
+      IL_CUDA_CHECK(cudaMemcpyAsync(target, w.data.data(), w.data.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                    stream_));
+      if (t != DType::kF32) ops::convert_cuda(f32_staging.get(), DType::kF32, dst, t, w.data.size(), stream_);
+      IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vector and the staging are reused
+    }
+    weights_.push_back(copies);
     weight_shapes_.push_back(w.shape);
-    offset += aligned_bytes(w.data.size() * sizeof(float));
-    std::vector<float>().swap(w.data);  // the device copy is the only one needed from now on
+    std::vector<float>().swap(w.data);  // the device copies are the only ones needed from now on
   }
 }
 
@@ -135,30 +217,44 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     check(batch.seq_starts[s + 1] >= batch.seq_starts[s], "batch: seq_starts not ascending at ", s);
     longest = std::max<std::size_t>(longest, static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]));
   }
+  const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
+  // The launched shape: counts rounded up to buckets (never past the scratch). Padding sequences
+  // are empty (their start is t) and padding tokens are id 0, type 0, in no sequence: every op
+  // leaves the real rows as an exact-shape run would (see backends/cuda/batch_buckets.h).
+  const std::size_t tb = count_bucket(t, max_tokens_), bb = count_bucket(b, max_tokens_);
+  const std::size_t types = batch.type_ids.empty() ? 0 : tb;
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
   // Packed back to back — offsets, tokens, type ids — so one small copy uploads the batch.
   auto* staging = reinterpret_cast<int32_t*>(batch_staging_.get());
-  const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
-  const std::size_t types = batch.type_ids.size();
   std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
-  if (t > 0) std::memcpy(staging + b + 1, batch.tokens.data(), t * sizeof(int32_t));
-  if (types > 0) std::memcpy(staging + b + 1 + t, batch.type_ids.data(), types * sizeof(int32_t));
+  std::fill(staging + b + 1, staging + bb + 1, static_cast<int32_t>(t));
+  int32_t* tokens = staging + bb + 1;
+  if (t > 0) std::memcpy(tokens, batch.tokens.data(), t * sizeof(int32_t));
+  std::fill(tokens + t, tokens + tb, 0);
+  if (types > 0) {
+    std::memcpy(tokens + tb, batch.type_ids.data(), t * sizeof(int32_t));
+    std::fill(tokens + tb + t, tokens + tb + tb, 0);
+  }
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
   d_starts_ = base;
-  d_tokens_ = base + b + 1;
-  d_types_ = base + b + 1 + t;
-  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (b + 1 + t + types) * sizeof(int32_t), cudaMemcpyHostToDevice,
+  d_tokens_ = base + bb + 1;
+  d_types_ = base + bb + 1 + tb;
+  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types) * sizeof(int32_t), cudaMemcpyHostToDevice,
                                 stream_));
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
-  num_tokens_ = t;
-  num_seqs_ = b;
-  max_seq_len_ = longest;
+  num_tokens_ = tb;
+  num_seqs_ = bb;
+  max_seq_len_ = length_bucket(longest);
+  real_tokens_ = t;
+  real_seqs_ = b;
   has_types_ = !batch.type_ids.empty();
 }
 
-float* CudaExecutor::ptr(const View& v) const { return buffers_.at(static_cast<std::size_t>(v.buffer)) + v.col; }
+float* CudaExecutor::ptr(const View& v) const {
+  return reinterpret_cast<float*>(buffers_.at(static_cast<std::size_t>(v.buffer)) + v.col * elem_size(type_of(v)));
+}
 
 std::size_t CudaExecutor::ld(const View& v) const {
   return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).cols;
@@ -172,9 +268,12 @@ std::size_t CudaExecutor::rows(const View& v) const {
   return 0;
 }
 
-const float* CudaExecutor::weight(plan::WeightId id) const {
+const float* CudaExecutor::weight(plan::WeightId id, DType t) const {
   if (id == plan::kNoWeight) return nullptr;
-  return weights_.at(static_cast<std::size_t>(id));
+  const void* p = weights_.at(static_cast<std::size_t>(id))[slot(t)];
+  check(p != nullptr, "cuda executor: weight ", plan_.weights().at(static_cast<std::size_t>(id)).name,
+        " was not uploaded as ", dtype_name(t));
+  return static_cast<const float*>(p);
 }
 
 void CudaExecutor::run(const std::string& program) {
@@ -200,11 +299,13 @@ void CudaExecutor::run(const std::string& program) {
   record_profile(program);
 }
 
-// Replay through CUDA graphs (IL_CUDA_GRAPHS=1): a batch shape seen for the first time runs
-// eagerly (which also picks the cuBLASLt algorithms and loads the kernels), the second time it is
-// captured, and from then on it is one graph launch. Every host value a launch depends on is in
-// the key; the batch arrays sit at the same device addresses for the same token and sequence
-// counts, and their contents are uploaded before the launch on the same stream.
+// Replay through CUDA graphs (the default; IL_CUDA_GRAPHS=0 turns it off): a bucketed batch
+// shape seen for the first time runs eagerly (which also picks the cuBLASLt algorithms and loads
+// the kernels), the second time it is captured, and from then on it is one graph launch. Every
+// host value a launch depends on is in the key (the bucketed counts); the batch arrays sit at
+// the same device addresses for the same bucketed counts, and their contents are uploaded before
+// the launch on the same stream. Eager runs launch the same bucketed shapes, so a replay gives
+// the eager run's bits.
 void CudaExecutor::run_graph(const std::string& program, const std::vector<plan::Step>& steps) {
   const GraphKey key{program, num_tokens_, num_seqs_, max_seq_len_, has_types_};
   auto it = graphs_.find(key);
@@ -277,50 +378,86 @@ void CudaExecutor::execute(const plan::Step& step) {
       [&](const auto& op) {
         using T = std::decay_t<decltype(op)>;
         if constexpr (std::is_same_v<T, plan::EmbedStep>) {
-          ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word),
-                           weight(op.position), op.position_offset, weight(op.type), ptr(op.out), ld(op.out),
+          const DType t = type_of(op.out);
+          ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word, t),
+                           weight(op.position, t), op.position_offset, weight(op.type, t), ptr(op.out), ld(op.out),
                            op.out.cols},
-                          num_tokens_, stream_);
+                          num_tokens_, stream_, t);
         } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
           const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
           const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));
           check(op.x.cols == k && op.y.cols == n, "gemm ", step.name, ": views ", op.x.cols, " → ", op.y.cols,
                 " do not match the weight [", n, ", ", k, "]");
-          gemm_->run({ptr(op.x), ld(op.x), weight(op.w), n, k, weight(op.bias), ptr(op.y), ld(op.y), rows(op.x),
-                      op.act},
+          const DType t = type_of(op.x);
+          check(type_of(op.y) == t, "gemm ", step.name, ": input and output rows differ in kind");
+          gemm_->run({ptr(op.x), ld(op.x), weight(op.w, t), n, k, weight(op.bias, t), ptr(op.y), ld(op.y), rows(op.x),
+                      op.act, t},
                      stream_);
         } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
           const bool has_res = op.residual.buffer >= 0;
+          const DType t = type_of(op.x);
+          check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t), "layernorm ", step.name,
+                ": operands differ in element type");
           ops::layernorm_cuda({ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,
-                               has_res ? ld(op.residual) : 0, weight(op.w), weight(op.b), ptr(op.out),
-                               ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms},
-                              stream_);
+                               has_res ? ld(op.residual) : 0, weight(op.w, DType::kF32), weight(op.b, DType::kF32),
+                               ptr(op.out), ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms},
+                              stream_, t);
         } else if constexpr (std::is_same_v<T, plan::AttentionStep>) {
+          const DType t = type_of(op.q);
+          check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", step.name,
+                ": operands differ in element type");
+          if (t != DType::kF32 && ops::attention_half_supported(op.head_dim)) {
+            // The tensor-core kernel where it applies; ours (f32 math on CUDA cores) elsewhere.
+            ops::attention_half_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
+                                      ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
+                                      op.mask, op.window,
+                                      t == DType::kF16 ? ops::HalfType::kF16 : ops::HalfType::kBF16},
+                                     max_seq_len_, stream_);
+            return;
+          }
           ops::attention_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
                                ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
                                op.mask, op.window},
-                              max_seq_len_, stream_);
+                              max_seq_len_, stream_, t);
         } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
+          check(type_of(op.out) == DType::kF32, "pool ", step.name, ": output rows must be sequence rows");
           ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode},
-                         stream_);
+                         stream_, type_of(op.x));
         } else if constexpr (std::is_same_v<T, plan::L2Step>) {
-          ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_);
+          ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));
         }
       },
       step.op);
 }
 
 void CudaExecutor::read(const View& view, float* dst) {
-  const std::size_t n = rows(view);
+  // The real rows only: the launched shape may be padded up to a bucket.
+  std::size_t n = 0;
+  switch (plan_.buffers().at(static_cast<std::size_t>(view.buffer)).rows) {
+    case Rows::kTokens: n = real_tokens_; break;
+    case Rows::kSequences: n = real_seqs_; break;
+  }
   if (n == 0 || view.cols == 0) return;
   IL_CUDA_CHECK(cudaSetDevice(device_));
-  const std::size_t bytes = n * view.cols * sizeof(float);
+  const DType t = type_of(view);
+  const std::size_t size = elem_size(t);
+  const std::size_t bytes = n * view.cols * size;
   // Grows to the largest read once (a T × hidden readback at most); later reads reuse it.
   if (read_staging_.bytes() < bytes) read_staging_ = PinnedMemory(bytes);
-  IL_CUDA_CHECK(cudaMemcpy2DAsync(read_staging_.get(), view.cols * sizeof(float), ptr(view), ld(view) * sizeof(float),
-                                  view.cols * sizeof(float), n, cudaMemcpyDeviceToHost, stream_));
+  IL_CUDA_CHECK(cudaMemcpy2DAsync(read_staging_.get(), view.cols * size, ptr(view), ld(view) * size,
+                                  view.cols * size, n, cudaMemcpyDeviceToHost, stream_));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  std::memcpy(dst, read_staging_.get(), bytes);
+  const std::size_t count = n * view.cols;
+  const auto* half = reinterpret_cast<const uint16_t*>(read_staging_.get());
+  switch (t) {
+    case DType::kF32: std::memcpy(dst, read_staging_.get(), bytes); return;
+    case DType::kF16:
+      for (std::size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(half[i]);
+      return;
+    case DType::kBF16:
+      for (std::size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(half[i]);
+      return;
+  }
 }
 
 }  // namespace il::cuda

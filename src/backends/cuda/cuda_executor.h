@@ -1,11 +1,17 @@
 // The CUDA executor: the plan's buffers in device memory, its steps as launches of ops/*_cuda on
-// one stream. Weights are uploaded once at construction (f32, Hugging Face layout); scratch is
-// sized once for max_tokens; batches go up and results come back through pinned host buffers.
-// run() enqueues only: no allocation, no synchronisation (read() synchronises).
+// one stream. Weights are uploaded once at construction in the precision their use needs;
+// scratch is sized once for max_tokens; batches go up and results come back through pinned host
+// buffers. run() enqueues only: no allocation, no synchronisation (read() synchronises).
+//
+// Precision: in f32 mode everything is f32 (the parity class). In f16 / bf16 mode the token-row
+// buffers (the activations between ops) are stored in that type and the GEMMs run on tensor
+// cores with f32 accumulation; the sequence-row buffers (pooled vectors, the heads' small GEMMs,
+// scores) stay f32, so the outputs read back are f32 and the heads add no rounding.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +19,7 @@
 #include <vector>
 
 #include "backends/cuda/device_memory.h"
+#include "core/dtype.h"
 #include "ops/gemm_cuda.h"
 #include "plan/executor.h"
 
@@ -22,9 +29,9 @@ class CudaExecutor final : public plan::Executor {
  public:
   // The plan must outlive the executor; its host weight copies are released after upload.
   // With IL_PROFILE=1 in the environment, per-step device time (CUDA events) is printed to
-  // stderr when the executor is destroyed; IL_CUDA_GRAPHS=1 replays repeated batch shapes as
-  // CUDA graphs.
-  CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device);
+  // stderr when the executor is destroyed; CUDA graphs replay repeated batch buckets unless
+  // IL_CUDA_GRAPHS=0; IL_CUDA_MEMORY=1 prints the device memory it allocated.
+  CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device, DType compute = DType::kF32);
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
@@ -34,39 +41,47 @@ class CudaExecutor final : public plan::Executor {
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
   std::string backend_name() const override { return "cuda:" + std::to_string(device_); }
+  std::string compute_dtype() const override;
 
   void set_profiling(bool on) { profiling_ = on; }
   std::string profile_report() const;
+  std::size_t device_bytes() const;  // weights, scratch, batch ids and the GEMM workspace
 
  private:
   void allocate(plan::Plan& plan);  // everything the constructor sets up
   void release() noexcept;          // stream, events, cuBLASLt (memory frees itself)
   void upload_weights(plan::Plan& plan);
   void execute(const plan::Step& step);
-  float* ptr(const plan::View& v) const;
+  DType type_of(const plan::View& v) const;  // the element type of the view's buffer
+  float* ptr(const plan::View& v) const;     // typed by type_of (a half array behind float*)
   std::size_t ld(const plan::View& v) const;
   std::size_t rows(const plan::View& v) const;
-  const float* weight(plan::WeightId id) const;
+  const float* weight(plan::WeightId id, DType t) const;  // null for kNoWeight
   void record_profile(const std::string& program);
   void run_graph(const std::string& program, const std::vector<plan::Step>& steps);
 
   const plan::Plan& plan_;
   std::size_t max_tokens_;
   int device_;
+  DType compute_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t upload_done_ = nullptr;  // the pinned batch staging is free again
   std::unique_ptr<ops::CublasLtGemm> gemm_;
 
   DeviceMemory weight_arena_, buffer_arena_, batch_arena_;
-  std::vector<const float*> weights_;            // device pointer per weight id
+  // Device copy of each weight per element type its steps need (null where none does).
+  std::vector<std::array<const void*, 3>> weights_;
   std::vector<std::vector<int64_t>> weight_shapes_;
-  std::vector<float*> buffers_;                  // device pointer per buffer id
+  std::vector<std::byte*> buffers_;  // device pointer per buffer id
   int32_t* d_tokens_ = nullptr;
   int32_t* d_types_ = nullptr;
   int32_t* d_starts_ = nullptr;
   PinnedMemory batch_staging_, read_staging_;
 
-  std::size_t num_tokens_ = 0, num_seqs_ = 0, max_seq_len_ = 0;
+  // The launched shape is the batch rounded up to buckets (backends/cuda/batch_buckets.h);
+  // reads return the real rows.
+  std::size_t num_tokens_ = 0, num_seqs_ = 0, max_seq_len_ = 0;  // bucketed
+  std::size_t real_tokens_ = 0, real_seqs_ = 0;
   bool has_types_ = false;
 
   struct StepTime {
@@ -74,11 +89,11 @@ class CudaExecutor final : public plan::Executor {
     double ms = 0.0;
     std::size_t calls = 0;
   };
-  // IL_CUDA_GRAPHS=1: replay each (program, batch shape) as a captured CUDA graph from its
-  // second run on (experimental; profiling runs stay eager so steps can be timed).
+  // Each (program, bucketed shape) runs eagerly the first time and is captured as a CUDA graph
+  // the second; profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always eager.
   using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool>;
   static constexpr std::size_t kMaxGraphs = 256;
-  bool graphs_enabled_ = false;
+  bool graphs_enabled_ = true;
   std::map<GraphKey, cudaGraphExec_t> graphs_;  // null: seen once, not captured yet
 
   bool profiling_ = false;
