@@ -2,12 +2,13 @@
 //
 // A block owns (sequence, a tile of query rows, head) and has four warps; each warp owns one or
 // two m16 tiles of mma.sync.m16n8k16 (16 or 32 query rows: two for head_dim ≤ 64, see kMTiles).
-// Keys stream through shared memory 64 at a time, double buffered with cp.async so the next tile
-// loads while this one is multiplied. Per key tile a warp computes S = Q·Kᵀ (f32 accumulators),
+// Keys stream through shared memory 64 at a time in a cp.async pipeline of 2 to 4 tiles, so the
+// next tiles load while this one is multiplied. Per key tile a warp computes S = Q·Kᵀ (f32 accumulators),
 // applies scale and mask, updates the running row
 // max and sum of the online softmax in f32, rounds P to the element type in registers (the mma
 // accumulator layout of S is exactly the A-operand layout P·V needs, so P never touches shared
-// memory) and accumulates O += P·V in f32. Memory is O(tile) whatever the sequence length.
+// memory) and accumulates O += P·V in f32, and the row sums of exactly those rounded P by one more
+// mma against a ones operand. Memory is O(tile) whatever the sequence length.
 //
 // Masks follow ops/attention.h exactly: row i of a sequence of length n sees keys [lo_i, hi_i)
 // with hi_i = i + 1 when causal (else n), and with a window w additionally |i − j| ≤ w / 2. Both
@@ -44,11 +45,33 @@ struct Params {
   const int32_t* seq_starts;
   int group;         // query heads per kv head
   int head_dim;      // ≤ D of the instantiation; columns head_dim .. D − 1 are zero in shared memory
-  float scale_log2;  // scale · log2(e): the softmax runs on exp2
+  float scale_log2;  // scale · log2(e) > 0: the softmax runs on exp2
   bool causal;
   int half_window;   // −1: no window
   bool out_pairs;    // out, ldo and head_dim allow 4-byte stores of two adjacent outputs
+  int heads;
+  int row_tiles;     // blocks of query rows per (sequence, head): ceil(max_seq_len / rows per block)
+  bool seq_major;    // block order: see work_of
 };
+
+// The block's (sequence, head, row tile). Default order: row tile fastest, then head, then
+// sequence, all in blockIdx.x, so the blocks running together read the same rows of the fused
+// QKV buffer (each head is a 64–256-byte slice of a row: alone, a block's reads are scattered
+// single cache lines) and reuse one head's K/V from L2 right away. seq_major: the f32 kernel's
+// order (x = sequence, y = row tile, z = head), kept for comparison.
+__device__ __forceinline__ void work_of(const Params& p, int& seq, int& head, int& tile) {
+  if (p.seq_major) {
+    seq = static_cast<int>(blockIdx.x);
+    tile = static_cast<int>(blockIdx.y);
+    head = static_cast<int>(blockIdx.z);
+    return;
+  }
+  const int x = static_cast<int>(blockIdx.x);
+  tile = x % p.row_tiles;
+  const int r = x / p.row_tiles;
+  head = r % p.heads;
+  seq = r / p.heads;
+}
 
 // Shared memory rows hold D elements plus 8 of padding: the 16 extra bytes shift consecutive rows
 // by four banks, so the eight row addresses of one ldmatrix phase hit eight distinct bank groups.
@@ -56,11 +79,21 @@ template <int D>
 struct Smem {
   static constexpr int kStride = D + 8;
   static constexpr int kTile = kKeyTile * kStride;  // elements of one K or V tile
-  // Q (64 or 128 rows), then K double buffer, then V double buffer.
-  static constexpr std::size_t bytes(int q_rows) { return (q_rows * kStride + 4 * kTile) * sizeof(uint16_t); }
+  // Q (64 or 128 rows), then `stages` K tiles, then `stages` V tiles.
+  static constexpr std::size_t bytes(int q_rows, int stages) {
+    return (q_rows * kStride + 2 * stages * kTile) * sizeof(uint16_t);
+  }
 };
 
-// The element type's two instructions: the mma and the f32 → element rounding of a pair.
+__device__ __forceinline__ float fast_exp2(float x) {
+  // ex2.approx: ~2 ulp in f32, far below the f16/bf16 rounding of P; exp2(−inf) = +0.
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The element type's instructions: the mma, the f32 → element rounding of a pair and of one value,
+// and the exponential of a pair.
 template <typename T>
 struct Elem;
 
@@ -71,6 +104,14 @@ struct Elem<__half> {
     uint32_t r;
     memcpy(&r, &h, sizeof r);
     return r;
+  }
+  static constexpr uint32_t kOnePair = 0x3c003c00u;  // (1, 1)
+  // (exp2(lo), exp2(hi)) as a pair: arguments rounded to f16, then ex2.approx.f16x2 (sm_75+).
+  static __device__ __forceinline__ uint32_t exp2_pair(float lo, float hi) {
+    const uint32_t x = pack(lo, hi);
+    uint32_t y;
+    asm("ex2.approx.f16x2 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
   }
   static __device__ __forceinline__ uint16_t one(float x) {
     const __half h = __float2half_rn(x);
@@ -93,6 +134,19 @@ struct Elem<__nv_bfloat16> {
     uint32_t r;
     memcpy(&r, &h, sizeof r);
     return r;
+  }
+  static constexpr uint32_t kOnePair = 0x3f803f80u;  // (1, 1)
+  // (exp2(lo), exp2(hi)) as a pair: on sm_90 arguments rounded to bf16, then
+  // ex2.approx.ftz.bf16x2; before sm_90 (no bf16 ex2) two f32 exponentials, rounded.
+  static __device__ __forceinline__ uint32_t exp2_pair(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uint32_t x = pack(lo, hi);
+    uint32_t y;
+    asm("ex2.approx.ftz.bf16x2 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+#else
+    return pack(fast_exp2(lo), fast_exp2(hi));
+#endif
   }
   static __device__ __forceinline__ uint16_t one(float x) {
     const __nv_bfloat16 h = __float2bfloat16_rn(x);
@@ -130,7 +184,11 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool v
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 // Stages `rows` rows of D columns (row r at g + r·ld) into shared memory with stride D + 8;
 // rows ≥ valid and columns ≥ hd become zeros, so padding never feeds NaN or garbage into an mma
@@ -169,14 +227,15 @@ __device__ __forceinline__ void key_range(const Params& p, int i, int len, int& 
 template <int D>
 constexpr int kMTiles = D <= 64 ? 2 : 1;
 
-__device__ __forceinline__ float fast_exp2(float x) {
-  // ex2.approx: ~2 ulp in f32, far below the f16/bf16 rounding of P; exp2(−inf) = +0.
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
+// K/V pipeline depth: tiles in shared memory, up to stages − 1 of them loading while one is
+// multiplied. A key tile's arithmetic is shorter than a global load's latency, so two buffers
+// leave warps waiting on every tile; deeper pipelines cost shared memory, which at head_dim 128
+// would drop a second resident block.
+template <int D>
+constexpr int kStages = D <= 64 ? 4 : D <= 96 ? 3 : 2;
 
-template <int D, int kM, typename T, bool kVec>
+
+template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   using S = Smem<D>;
   constexpr int kStride = S::kStride;
@@ -185,13 +244,13 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   extern __shared__ uint4 smem_raw[];  // uint4: 16-byte alignment for cp.async and ldmatrix
   uint16_t* qs = reinterpret_cast<uint16_t*>(smem_raw);
   uint16_t* ks = qs + kRows * kStride;
-  uint16_t* vs = ks + 2 * S::kTile;
+  uint16_t* vs = ks + kS * S::kTile;
 
-  const int seq = static_cast<int>(blockIdx.x);
-  const int head = static_cast<int>(blockIdx.z);
+  int seq, head, tile;
+  work_of(p, seq, head, tile);
   const int start = p.seq_starts[seq];
   const int len = p.seq_starts[seq + 1] - start;
-  const int row0 = static_cast<int>(blockIdx.y) * kRows;
+  const int row0 = tile * kRows;
   if (row0 >= len) return;  // block-uniform: the grid covers the longest sequence
   const int hd = p.head_dim;
   const int kvh = head / p.group;
@@ -225,10 +284,20 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) key_range(p, wr0 + 16 * mi + 8 * h + g, len, lo[mi][h], hi[mi][h]);
 
+  // Tile u goes to buffer u % kS. Group u of cp.async holds tile u (group 0 also holds Q); a
+  // group is committed for every u, empty past the last tile, so counting stays uniform.
+  const auto load_tile = [&](int u) {
+    if (u < ntiles) {
+      const int k0 = klo + u * kKeyTile;
+      const int b = u % kS;
+      stage<D, kVec>(ks + b * S::kTile, kg + static_cast<std::size_t>(k0) * p.ldk, p.ldk, kKeyTile, len - k0, hd);
+      stage<D, kVec>(vs + b * S::kTile, vg + static_cast<std::size_t>(k0) * p.ldv, p.ldv, kKeyTile, len - k0, hd);
+    }
+    if constexpr (kVec) cp_async_commit();
+  };
   stage<D, kVec>(qs, qg, p.ldq, kRows, len - row0, hd);
-  stage<D, kVec>(ks, kg + static_cast<std::size_t>(klo) * p.ldk, p.ldk, kKeyTile, len - klo, hd);
-  stage<D, kVec>(vs, vg + static_cast<std::size_t>(klo) * p.ldv, p.ldv, kKeyTile, len - klo, hd);
-  if constexpr (kVec) cp_async_commit();
+#pragma unroll
+  for (int u = 0; u < kS - 1; ++u) load_tile(u);
 
   // Q fragments live in registers for the whole key loop with one m tile; with two, the registers
   // go to the doubled S and O and the fragments are re-read from shared memory per key tile (six
@@ -236,20 +305,23 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   constexpr bool kQInRegs = kM == 1;
   uint32_t qf[kQInRegs ? kM : 1][kQInRegs ? kDSteps : 1][4];
   float o[kM][2 * kDSteps][4];
-  float m[kM][2], l[kM][2];  // running max (exp2 domain) and this thread's partial row sums
+  // Running max (exp2 domain) per row, and the row sums as an mma accumulator: lacc[mi][0 and 1]
+  // hold row g's sum, [2 and 3] row g + 8's.
+  float m[kM][2], lacc[kM][4];
 #pragma unroll
   for (int mi = 0; mi < kM; ++mi) {
 #pragma unroll
     for (int n = 0; n < 2 * kDSteps; ++n) o[mi][n][0] = o[mi][n][1] = o[mi][n][2] = o[mi][n][3] = 0.0f;
     m[mi][0] = m[mi][1] = -INFINITY;
-    l[mi][0] = l[mi][1] = 0.0f;
+    lacc[mi][0] = lacc[mi][1] = lacc[mi][2] = lacc[mi][3] = 0.0f;
   }
 
   for (int t = 0; t < ntiles; ++t) {
     const int kt = klo + t * kKeyTile;
-    if constexpr (kVec) cp_async_wait_all();
-    // Tile t is visible to all, and every warp is done with tile t − 1, whose buffer the loads
-    // below overwrite.
+    // kS − 1 + t groups are committed; at most kS − 2 pending means groups 0 … t are complete.
+    if constexpr (kVec) cp_async_wait<kS - 2>();
+    // Tile t is visible to all, and every warp is done with tile t − 1, whose buffer the load of
+    // tile t + kS − 1 below overwrites.
     __syncthreads();
     // Q as A fragments: matrices (rows 0-7, d 0-7), (rows 8-15, d 0-7), (rows 0-7, d 8-15),
     // (rows 8-15, d 8-15) are a0 … a3.
@@ -260,18 +332,12 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
         for (int kk = 0; kk < kDSteps; ++kk) ldsm_x4(qf[0][kk], smem_addr(qrow + kk * 16));
       }
     }
-    if (t + 1 < ntiles) {
-      const int nk = kt + kKeyTile;
-      const int b = (t + 1) & 1;
-      stage<D, kVec>(ks + b * S::kTile, kg + static_cast<std::size_t>(nk) * p.ldk, p.ldk, kKeyTile, len - nk, hd);
-      stage<D, kVec>(vs + b * S::kTile, vg + static_cast<std::size_t>(nk) * p.ldv, p.ldv, kKeyTile, len - nk, hd);
-      if constexpr (kVec) cp_async_commit();
-    }
+    load_tile(t + kS - 1);
     // Warp-uniform: skip tiles none of the warp's rows may see (causal, window).
     if (!warp_active || kt >= whi || kt + kKeyTile <= wlo) continue;
 
-    const uint16_t* kb = ks + (t & 1) * S::kTile;
-    const uint16_t* vb = vs + (t & 1) * S::kTile;
+    const uint16_t* kb = ks + (t % kS) * S::kTile;
+    const uint16_t* vb = vs + (t % kS) * S::kTile;
 
     // S = Q·Kᵀ: 8 n-tiles of 8 keys per m tile. ldmatrix.x4 without transpose on K rows
     // (key-major, d contiguous) yields the col-major B operand of two n-tiles: matrices
@@ -306,8 +372,10 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
       }
     }
 
-    // Scale into the exp2 domain and mask. A tile inside every warp row's range needs no mask.
+    // Mask (raw scores; −inf stays −inf under the positive scale). A tile inside every warp
+    // row's range needs no mask.
     const bool need_mask = !(kt >= wlo_last && kt + kKeyTile <= whi_first);
+    uint32_t pf[kM][4][4];  // P as the A fragments of the four k-steps of P·V
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi) {
       float mx[2] = {-INFINITY, -INFINITY};
@@ -316,65 +384,69 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int h = e >> 1;
-          float x = s[mi][n][e] * p.scale_log2;
           if (need_mask) {
             const int key = kt + n * 8 + 2 * tig + (e & 1);
-            if (key < lo[mi][h] || key >= hi[mi][h]) x = -INFINITY;
+            if (key < lo[mi][h] || key >= hi[mi][h]) s[mi][n][e] = -INFINITY;
           }
-          s[mi][n][e] = x;
-          mx[h] = fmaxf(mx[h], x);
+          mx[h] = fmaxf(mx[h], s[mi][n][e]);
         }
       }
+      float ref[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         // A row's four fragment owners are lanes 4g … 4g + 3.
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        const float mn = fmaxf(m[mi][h], mx[h]);
+        const float mn = fmaxf(m[mi][h], mx[h] * p.scale_log2);  // the max in the exp2 domain
         // A row that has seen no admissible key yet keeps max −inf: subtract 0 instead, so that
         // exp2(−inf − ref) is 0 rather than NaN.
-        const float ref = mn == -INFINITY ? 0.0f : mn;
-        const float c = fast_exp2(m[mi][h] - ref);  // 0 while m was −inf
+        ref[h] = mn == -INFINITY ? 0.0f : mn;
+        const float c = fast_exp2(m[mi][h] - ref[h]);  // 0 while m was −inf
         m[mi][h] = mn;
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < 8; ++n) {
-          s[mi][n][2 * h] = fast_exp2(s[mi][n][2 * h] - ref);
-          s[mi][n][2 * h + 1] = fast_exp2(s[mi][n][2 * h + 1] - ref);
-          sum += s[mi][n][2 * h] + s[mi][n][2 * h + 1];
-        }
-        l[mi][h] = l[mi][h] * c + sum;
+        lacc[mi][2 * h] *= c;
+        lacc[mi][2 * h + 1] *= c;
 #pragma unroll
         for (int n = 0; n < 2 * kDSteps; ++n) {
           o[mi][n][2 * h] *= c;
           o[mi][n][2 * h + 1] *= c;
         }
       }
+      // p = exp2(s·scale·log2e − ref): one fma per score, then the exponential, rounded to the
+      // element type as the A operand P·V needs (the accumulators of n-tiles 2j and 2j + 1 are,
+      // in order, the A fragment of k-step j). Default: f32 exponentials, then rounding (the
+      // probabilities' only error is that rounding); kPairExp: exponentials of element-type
+      // pairs, half the MUFU work but arguments rounded too (measured: no faster, less exact).
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float x0 = fmaf(s[mi][n][2 * h], p.scale_log2, -ref[h]);
+          const float x1 = fmaf(s[mi][n][2 * h + 1], p.scale_log2, -ref[h]);
+          pf[mi][n >> 1][(n & 1) * 2 + h] =
+              kPairExp ? Elem<T>::exp2_pair(x0, x1) : Elem<T>::pack(fast_exp2(x0), fast_exp2(x1));
+        }
+      }
     }
 
-    // O += P·V over four k-steps of 16 keys. The accumulators of n-tiles 2j and 2j + 1 are, in
-    // order, the A fragment of k-step j. ldmatrix.trans on V rows (key-major) yields the B
+    // O += P·V over four k-steps of 16 keys. ldmatrix.trans on V rows (key-major) yields the B
     // operand: matrices (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d 8-15), (keys 8-15,
-    // d 8-15), i.e. both registers of two output n-tiles.
+    // d 8-15), i.e. both registers of two output n-tiles. The row sums of the softmax come from
+    // the same tensor-core pass: P times a B of ones sums exactly the rounded P that multiplies
+    // V, in f32, already reduced over the row's four fragment owners.
     const uint16_t* vrow = vb + ((lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
+    const uint32_t ones = Elem<T>::kOnePair;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      uint32_t a[kM][4];
 #pragma unroll
-      for (int mi = 0; mi < kM; ++mi) {
-        a[mi][0] = Elem<T>::pack(s[mi][2 * j][0], s[mi][2 * j][1]);
-        a[mi][1] = Elem<T>::pack(s[mi][2 * j][2], s[mi][2 * j][3]);
-        a[mi][2] = Elem<T>::pack(s[mi][2 * j + 1][0], s[mi][2 * j + 1][1]);
-        a[mi][3] = Elem<T>::pack(s[mi][2 * j + 1][2], s[mi][2 * j + 1][3]);
-      }
+      for (int mi = 0; mi < kM; ++mi) Elem<T>::mma(lacc[mi], pf[mi][j], ones, ones);
 #pragma unroll
       for (int dp = 0; dp < kDSteps; ++dp) {
         uint32_t b[4];
         ldsm_x4_trans(b, smem_addr(vrow + j * 16 * kStride + dp * 16));
 #pragma unroll
         for (int mi = 0; mi < kM; ++mi) {
-          Elem<T>::mma(o[mi][2 * dp], a[mi], b[0], b[1]);
-          Elem<T>::mma(o[mi][2 * dp + 1], a[mi], b[2], b[3]);
+          Elem<T>::mma(o[mi][2 * dp], pf[mi][j], b[0], b[1]);
+          Elem<T>::mma(o[mi][2 * dp + 1], pf[mi][j], b[2], b[3]);
         }
       }
     }
@@ -386,9 +458,7 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int i = wr0 + 16 * mi + 8 * h + g;
-      float sum = l[mi][h];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float sum = lacc[mi][2 * h];
       if (i >= len) continue;
       // Every real row sees at least itself, so sum > 0; the guard keeps the CPU op's zeros.
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
@@ -409,54 +479,70 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   }
 }
 
-template <int D, int kM, typename T, bool kVec>
-void launch_one(const Params& p, std::size_t num_seqs, std::size_t max_len, std::size_t heads, cudaStream_t stream) {
+template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec>
+void launch_one(Params p, std::size_t num_seqs, std::size_t max_len, std::size_t heads, cudaStream_t stream) {
   constexpr int kRows = kWarps * 16 * kM;
-  constexpr std::size_t kBytes = Smem<D>::bytes(kRows);
+  constexpr std::size_t kBytes = Smem<D>::bytes(kRows, kS);
+  const auto kernel = attention_half_kernel<D, kM, kS, kPairExp, T, kVec>;
   // Above 48 KiB a kernel must opt in; the attribute is per function and cheap to set again
   // (and legal while a graph is being captured: it enqueues nothing).
-  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_half_kernel<D, kM, T, kVec>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes)));
-  const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>((max_len + kRows - 1) / kRows),
-                  static_cast<unsigned>(heads));
-  attention_half_kernel<D, kM, T, kVec><<<grid, kThreads, kBytes, stream>>>(p);
+  IL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes)));
+  const std::size_t row_tiles = (max_len + kRows - 1) / kRows;
+  p.row_tiles = static_cast<int>(row_tiles);
+  dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>(row_tiles), static_cast<unsigned>(heads));
+  if (!p.seq_major) {
+    check(num_seqs * heads * row_tiles < (1u << 31), "attention (half): batch too large for one launch");
+    grid = dim3(static_cast<unsigned>(num_seqs * heads * row_tiles), 1, 1);
+  }
+  kernel<<<grid, kThreads, kBytes, stream>>>(p);
   IL_CUDA_CHECK_LAUNCH();
 }
 
-// m_tiles 0 takes kMTiles<D>; 1 or 2 force it where the registers allow (head_dim ≤ 64, fast
-// path), for tuning.
+// Tuning fields 0 / false take the defaults (kMTiles<D>, kStages<D>, f32 exponentials); others
+// are honoured where the registers allow them (head_dim ≤ 64, fast path).
 template <int D, typename T>
-void launch_dim(const Params& p, bool vec, int m_tiles, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
-                cudaStream_t stream) {
-  constexpr int kDefault = kMTiles<D>;
-  if (!vec) return launch_one<D, kDefault, T, false>(p, num_seqs, max_len, heads, stream);
+void launch_dim(const Params& p, bool vec, const HalfAttentionTuning& tu, std::size_t num_seqs, std::size_t max_len,
+                std::size_t heads, cudaStream_t stream) {
+  constexpr int kM = kMTiles<D>, kS = kStages<D>;
+  if (!vec) return launch_one<D, kM, kS, false, T, false>(p, num_seqs, max_len, heads, stream);
   if constexpr (D <= 64) {
-    if (m_tiles == 1) return launch_one<D, 1, T, true>(p, num_seqs, max_len, heads, stream);
-    if (m_tiles == 2) return launch_one<D, 2, T, true>(p, num_seqs, max_len, heads, stream);
+    const int m = tu.m_tiles == 0 ? kM : tu.m_tiles, st = tu.stages == 0 ? kS : tu.stages;
+    if (tu.pair_exp && m == 2 && st == 4) return launch_one<D, 2, 4, true, T, true>(p, num_seqs, max_len, heads, stream);
+    if (!tu.pair_exp) {
+      if (m == 1 && st == 2) return launch_one<D, 1, 2, false, T, true>(p, num_seqs, max_len, heads, stream);
+      if (m == 1 && st == 4) return launch_one<D, 1, 4, false, T, true>(p, num_seqs, max_len, heads, stream);
+      if (m == 2 && st == 2) return launch_one<D, 2, 2, false, T, true>(p, num_seqs, max_len, heads, stream);
+      if (m == 2 && st == 4) return launch_one<D, 2, 4, false, T, true>(p, num_seqs, max_len, heads, stream);
+    }
   }
-  launch_one<D, kDefault, T, true>(p, num_seqs, max_len, heads, stream);
+  launch_one<D, kM, kS, false, T, true>(p, num_seqs, max_len, heads, stream);
 }
 
 template <typename T>
-void launch_type(const Params& p, bool vec, int m_tiles, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
-                 cudaStream_t stream) {
-  if (p.head_dim <= 32) return launch_dim<32, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
-  if (p.head_dim <= 64) return launch_dim<64, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
-  if (p.head_dim <= 96) return launch_dim<96, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
-  launch_dim<128, T>(p, vec, m_tiles, num_seqs, max_len, heads, stream);
+void launch_type(const Params& p, bool vec, const HalfAttentionTuning& tu, std::size_t num_seqs, std::size_t max_len,
+                 std::size_t heads, cudaStream_t stream) {
+  if (p.head_dim <= 32) return launch_dim<32, T>(p, vec, tu, num_seqs, max_len, heads, stream);
+  if (p.head_dim <= 64) return launch_dim<64, T>(p, vec, tu, num_seqs, max_len, heads, stream);
+  if (p.head_dim <= 96) return launch_dim<96, T>(p, vec, tu, num_seqs, max_len, heads, stream);
+  launch_dim<128, T>(p, vec, tu, num_seqs, max_len, heads, stream);
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
 }  // namespace
 
-void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream, int m_tiles) {
-  check(m_tiles >= 0 && m_tiles <= 2, "attention (half): m_tiles ", m_tiles, " outside 0..2");
+void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream,
+                               const HalfAttentionTuning& tuning) {
+  check(tuning.m_tiles >= 0 && tuning.m_tiles <= 2, "attention (half): m_tiles ", tuning.m_tiles, " outside 0..2");
+  check(tuning.stages == 0 || tuning.stages == 2 || tuning.stages == 4, "attention (half): stages ", tuning.stages,
+        " not 0, 2 or 4");
   check(a.q && a.k && a.v && a.out && a.seq_starts, "attention (half): null operand");
   check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0, "attention (half): heads (", a.heads,
         ") must be a multiple of kv_heads (", a.kv_heads, ")");
   check(attention_half_supported(a.head_dim), "attention (half): head_dim ", a.head_dim, " outside 1..",
         kHalfAttentionMaxHeadDim);
+  // The row max is taken on raw scores and scaled once, which needs an order-preserving scale.
+  check(a.scale > 0.0f && std::isfinite(a.scale), "attention (half): scale ", a.scale, " must be positive and finite");
   check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim && a.ldk >= a.kv_heads * a.head_dim &&
             a.ldv >= a.kv_heads * a.head_dim,
         "attention (half): row stride smaller than heads × head_dim");
@@ -481,16 +567,19 @@ void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_l
                  a.scale * kLog2e,
                  a.mask == MaskMode::kCausal,
                  half_window,
-                 reinterpret_cast<std::uintptr_t>(a.out) % 4 == 0 && a.ldo % 2 == 0 && a.head_dim % 2 == 0};
+                 reinterpret_cast<std::uintptr_t>(a.out) % 4 == 0 && a.ldo % 2 == 0 && a.head_dim % 2 == 0,
+                 static_cast<int>(a.heads),
+                 0,  // row_tiles: set by launch_one, which knows the rows per block
+                 tuning.seq_major_grid};
   // cp.async moves 16-byte chunks: every row start of every head must be 16-byte aligned.
   const bool vec = aligned16(a.q) && aligned16(a.k) && aligned16(a.v) && a.ldq % 8 == 0 && a.ldk % 8 == 0 &&
                    a.ldv % 8 == 0 && a.head_dim % 8 == 0;
-  if (a.type == HalfType::kF16) return launch_type<__half>(p, vec, m_tiles, a.num_seqs, max_seq_len, a.heads, stream);
-  launch_type<__nv_bfloat16>(p, vec, m_tiles, a.num_seqs, max_seq_len, a.heads, stream);
+  if (a.type == HalfType::kF16) return launch_type<__half>(p, vec, tuning, a.num_seqs, max_seq_len, a.heads, stream);
+  launch_type<__nv_bfloat16>(p, vec, tuning, a.num_seqs, max_seq_len, a.heads, stream);
 }
 
 void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
-  attention_half_cuda_tuned(a, max_seq_len, stream, 0);
+  attention_half_cuda_tuned(a, max_seq_len, stream, HalfAttentionTuning{});
 }
 
 }  // namespace il::ops

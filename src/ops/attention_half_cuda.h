@@ -2,7 +2,8 @@
 // those of ops/attention.h exactly (packed sequences via seq_starts, bidirectional / causal masks,
 // local window |i − j| ≤ window / 2, GQA, scale applied to q·k); q, k, v and out hold elements of
 // `type`, strides are in elements. Q·Kᵀ and P·V run as f16/bf16 mma with f32 accumulation and the
-// online softmax is f32; the probabilities are rounded to `type` once, as the P·V operand.
+// online softmax is f32; the probabilities are rounded to `type` once, as the P·V operand, and the
+// tensor cores also sum exactly those rounded values for the normalisation.
 //
 // Every pointer (seq_starts included) is device memory. The launcher only enqueues on `stream`:
 // no allocation, no synchronisation, so it can be captured in a CUDA graph. The fast path wants
@@ -33,7 +34,7 @@ struct HalfAttentionArgs {
   std::size_t ldo = 0;
   const int32_t* seq_starts = nullptr;  // [num_seqs + 1] on the device, seq_starts[0] == 0
   std::size_t num_seqs = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  float scale = 1.0f;
+  float scale = 1.0f;  // must be positive and finite (every model's is: 1/√d or a set factor)
   MaskMode mask = MaskMode::kBidirectional;
   std::size_t window = 0;  // 0 = unlimited; else keys with |i − j| ≤ window / 2
   HalfType type = HalfType::kF16;
@@ -50,9 +51,16 @@ inline bool attention_half_supported(std::size_t head_dim) {
 // Throws il::Error on unsupported arguments (see attention_half_supported) or a launch failure.
 void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
 
-// For benchmarks and tuning only: the same kernel with the number of 16-row mma tiles per warp
-// forced to m_tiles (1 or 2; 0 = the default attention_half_cuda uses). Honoured for head_dim
-// ≤ 64 on the fast path; elsewhere the default applies.
-void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream, int m_tiles);
+// For benchmarks and tuning only: the same kernel with its compile-time choices forced. 0 / false
+// keep what attention_half_cuda uses. m_tiles, stages and pair_exp are honoured for head_dim
+// ≤ 64 on the fast path (elsewhere the defaults apply); seq_major_grid everywhere.
+struct HalfAttentionTuning {
+  int m_tiles = 0;              // 16-row mma tiles per warp: 1 or 2
+  int stages = 0;               // K/V pipeline depth: 2 or 4 (with m_tiles 2 for pair_exp)
+  bool pair_exp = false;        // exponentials on element-type pairs (ex2.approx.f16x2 / bf16x2)
+  bool seq_major_grid = false;  // the f32 kernel's block order instead of row tile, head, sequence
+};
+void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream,
+                               const HalfAttentionTuning& tuning);
 
 }  // namespace il::ops
