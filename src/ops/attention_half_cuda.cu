@@ -3,12 +3,12 @@
 // A block owns (sequence, a tile of query rows, head) and has four warps; each warp owns one or
 // two m16 tiles of mma.sync.m16n8k16 (16 or 32 query rows: two for head_dim ≤ 64, see kMTiles).
 // Keys stream through shared memory 64 at a time in a cp.async pipeline of 2 to 4 tiles, so the
-// next tiles load while this one is multiplied. Per key tile a warp computes S = Q·Kᵀ (f32 accumulators),
-// applies scale and mask, updates the running row
-// max and sum of the online softmax in f32, rounds P to the element type in registers (the mma
-// accumulator layout of S is exactly the A-operand layout P·V needs, so P never touches shared
-// memory) and accumulates O += P·V in f32, and the row sums of exactly those rounded P by one more
-// mma against a ones operand. Memory is O(tile) whatever the sequence length.
+// next tiles load while this one is multiplied. Per key tile a warp computes S = Q·Kᵀ (f32
+// accumulators), masks it, updates the running row max of the online softmax in f32, takes the
+// exponentials in f32 and rounds P to the element type in registers (the mma accumulator layout
+// of S is exactly the A-operand layout P·V needs, so P never touches shared memory), then
+// accumulates O += P·V in f32, and the row sums of exactly those rounded P by one more mma
+// against a ones operand. Memory is O(tile) whatever the sequence length.
 //
 // Masks follow ops/attention.h exactly: row i of a sequence of length n sees keys [lo_i, hi_i)
 // with hi_i = i + 1 when causal (else n), and with a window w additionally |i − j| ≤ w / 2. Both
@@ -222,18 +222,18 @@ __device__ __forceinline__ void key_range(const Params& p, int i, int len, int& 
 }
 
 // Query rows per warp: kM m16 tiles. Two tiles let every K and V fragment read from shared
-// memory feed two mma instead of one, halving the ldmatrix traffic that otherwise bounds the
-// kernel; it doubles the S and O registers, so the large head dims keep one tile.
+// memory feed two mma instead of one, halving the ldmatrix traffic per mma (measured: bge-base
+// 128×256 0.149 ms against 0.172 ms); it doubles the S and O registers, so the large head dims
+// keep one tile.
 template <int D>
 constexpr int kMTiles = D <= 64 ? 2 : 1;
 
 // K/V pipeline depth: tiles in shared memory, up to stages − 1 of them loading while one is
-// multiplied. A key tile's arithmetic is shorter than a global load's latency, so two buffers
-// leave warps waiting on every tile; deeper pipelines cost shared memory, which at head_dim 128
-// would drop a second resident block.
+// multiplied. Deeper hides more load latency (measured on the H200: 4 stages 2 % faster than 2
+// at bge-base 128×256) but costs shared memory, which at head_dim 128 would drop the second
+// resident block.
 template <int D>
 constexpr int kStages = D <= 64 ? 4 : D <= 96 ? 3 : 2;
-
 
 template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
@@ -546,6 +546,7 @@ void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_l
   check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim && a.ldk >= a.kv_heads * a.head_dim &&
             a.ldv >= a.kv_heads * a.head_dim,
         "attention (half): row stride smaller than heads × head_dim");
+  // Limits of the seq_major_grid order (y = row tiles of 64 or more rows, z = heads).
   check(a.heads <= 65535 && a.num_seqs < (1u << 31) && (max_seq_len + 63) / 64 <= 65535,
         "attention (half): batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
