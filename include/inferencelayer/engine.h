@@ -25,6 +25,10 @@ struct EngineOptions {
   // "auto" (a CUDA device when this build has the backend and one is present, else the CPU),
   // "cpu", "cuda" or "cuda:N" (a CUDA request without a device runs on the CPU with a notice).
   std::string device = "auto";
+  // Compute precision: "f32" (the parity class, every backend), "f16" or "bf16" (CUDA only:
+  // tensor cores with f32 accumulation). "auto" is f32: low precision is always asked for. An
+  // explicit f16/bf16 that ends up on the CPU is refused rather than silently ignored.
+  std::string dtype = "auto";
   std::size_t max_batch_tokens = 16384;  // scratch is sized for this many tokens per forward
   std::size_t threads = 0;               // 0 = one per hardware thread
 };
@@ -45,6 +49,7 @@ struct ModelInfo {
   int vocab = 0;
   int max_tokens = 0;          // per sequence, special tokens included
   int num_labels = 0;          // cross-encoders
+  std::vector<std::string> labels;  // cross-encoders: each output's name (config id2label, else "LABEL_i")
   int output_dim = 0;          // embedding width (after a Dense module)
   std::string activation;
   std::string stored_dtype;    // dtype of the safetensors data
@@ -57,6 +62,8 @@ struct ModelInfo {
   std::string tokenizer;       // tokenizer model kind ("WordPiece", ...) or "" when absent
   std::map<std::string, std::string> prompts;  // config_sentence_transformers.json
   std::string default_prompt_name;
+  std::string backend;         // where it runs: "cpu", "cuda:0", ...
+  std::string compute_dtype;   // "f32", "f16" or "bf16"
 };
 
 // Per-request tokenization choices (the server's truncate / truncation_direction /

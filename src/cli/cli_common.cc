@@ -27,6 +27,10 @@ void add_engine_options(CLI::App& cmd, EngineArgs& args) {
   cmd.add_option("--device", args.device,
                  "auto (a CUDA GPU when present, else the CPU), cpu, cuda or cuda:N")
       ->capture_default_str();
+  cmd.add_option("--dtype", args.dtype,
+                 "Compute precision: f32, f16 or bf16 (f16/bf16 on CUDA only), or auto (the device's default)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
 }
 
 std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice) {
@@ -39,6 +43,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice) {
   options.max_batch_tokens = args.max_batch_tokens;
   options.threads = args.threads;
   options.device = args.device;
+  options.dtype = args.dtype;
   auto engine = Engine::load(dir, options);
   if (notice && engine->info().random_weights)
     std::fprintf(stderr, "note: %s holds random weights (a demo/test model): its vectors carry no meaning\n",

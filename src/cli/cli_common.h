@@ -52,6 +52,7 @@ struct EngineArgs {
   std::size_t max_batch_tokens = 16384;
   std::size_t threads = 0;
   std::string device = "auto";
+  std::string dtype = "auto";
 };
 void add_engine_options(CLI::App& cmd, EngineArgs& args);
 

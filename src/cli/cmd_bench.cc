@@ -34,6 +34,7 @@ struct BenchArgs {
   std::vector<std::string> mixed;
   std::size_t threads = 0;
   std::string device = "cpu";  // cpu, cuda, cuda:N
+  std::string dtype = "auto";  // f32, f16, bf16 (CUDA), auto
   int warmup = 2;
   int iters = 10;
   bool json = false;
@@ -149,13 +150,14 @@ void run_bench(const BenchArgs& a) {
   // upload (set_batch) and readback an Engine would do.
   std::unique_ptr<plan::Executor> exec;
   if (a.device == "cpu") {
+    if (a.dtype != "auto" && a.dtype != "f32") throw UsageError("--dtype " + a.dtype + ": the CPU computes in f32 only");
     exec = std::make_unique<cpu::CpuExecutor>(model.plan, max_tokens, a.threads);
   } else if (a.device == "cuda" || a.device.rfind("cuda:", 0) == 0) {
     const int index = a.device == "cuda" ? 0 : std::stoi(a.device.substr(5));
     if (cuda::device_count() <= index)
       throw UsageError("--device " + a.device + ": " +
                        (cuda::built() ? "no such CUDA device" : "this build has no CUDA backend"));
-    exec = cuda::make_executor(model.plan, max_tokens, index);
+    exec = cuda::make_executor(model.plan, max_tokens, index, a.dtype);
   } else {
     throw UsageError("--device must be cpu, cuda or cuda:N");
   }
@@ -165,9 +167,9 @@ void run_bench(const BenchArgs& a) {
   const std::size_t threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
 
   if (!a.json)
-    std::printf("model %s (%s, %d layers, hidden %d)  device %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s\n",
+    std::printf("model %s (%s, %d layers, hidden %d)  device %s  dtype %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s\n",
                 name.c_str(), ce ? "cross-encoder" : "embedding", model.config.layers, model.config.hidden,
-                a.device.c_str(), threads, a.iters, "batch", "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
+                a.device.c_str(), exec->compute_dtype().c_str(), threads, a.iters, "batch", "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
   std::mt19937 rng(a.seed);
   std::vector<float> readback;
   for (const Point& p : points) {
@@ -188,7 +190,7 @@ void run_bench(const BenchArgs& a) {
     // Mixed points report the mean length; "tokens" is exact either way.
     const std::size_t len = (batch.num_tokens() + p.batch / 2) / p.batch;
     if (a.json) {
-      nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name},      {"device", a.device},
+      nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name},      {"device", a.device}, {"dtype", exec->compute_dtype()},
                           {"threads", threads},       {"batch", p.batch},  {"len", len},
                           {"p50_ms", p50},            {"p90_ms", p90},     {"tokens_per_s", tps},
                           {"tokens", batch.num_tokens()}};
@@ -226,6 +228,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--mixed", a->mixed, "B:min:max: B sequences of random lengths in [min, max] (repeatable)");
   cmd->add_option("--threads", a->threads, "Compute threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "Compute precision: f32, f16 or bf16 (CUDA only), or auto")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
   cmd->add_option("--warmup", a->warmup, "Untimed runs per point")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--iters", a->iters, "Timed runs per point")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a->seed, "Seed of the random token ids and lengths")->capture_default_str();

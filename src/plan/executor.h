@@ -20,6 +20,8 @@ class Executor {
   // Copies the current rows of `view` (T or B rows, view.cols wide) into dst, densely packed.
   virtual void read(const View& view, float* dst) = 0;
   virtual std::string backend_name() const = 0;
+  // The precision the ops compute in: "f32", "f16" or "bf16" (CUDA low-precision modes).
+  virtual std::string compute_dtype() const { return "f32"; }
 };
 
 }  // namespace il::plan

@@ -39,17 +39,25 @@ std::unique_ptr<plan::Executor> make_executor(plan::Plan& plan, std::size_t max_
   } else {
     check(d == "cpu" || d == "cuda" || is_auto, "device '", d, "' is not one of cpu, cuda, cuda:N, auto");
   }
-  if (d == "cpu") return std::make_unique<cpu::CpuExecutor>(plan, max_tokens, options.threads);
+  const std::string& t = options.dtype;
+  check(t == "auto" || t == "f32" || t == "f16" || t == "bf16", "dtype '", t,
+        "' is not one of auto, f32, f16, bf16");
+  const auto on_cpu = [&]() -> std::unique_ptr<plan::Executor> {
+    check(t == "auto" || t == "f32", "dtype ", t,
+          ": the CPU backend computes in f32 only (f16 and bf16 need a CUDA device)");
+    return std::make_unique<cpu::CpuExecutor>(plan, max_tokens, options.threads);
+  };
+  if (d == "cpu") return on_cpu();
   const int count = cuda::device_count();
   if (count > 0) {
     check(index < count, "device '", d, "': only ", count, " CUDA device(s) present");
     if (is_auto) std::fprintf(stderr, "inferencelayer: device auto: %s\n", cuda::describe(index).c_str());
-    return cuda::make_executor(plan, max_tokens, index);
+    return cuda::make_executor(plan, max_tokens, index, t);
   }
   if (!is_auto)
     std::fprintf(stderr, "inferencelayer: device '%s' requested, but %s; running on the CPU\n", d.c_str(),
                  cuda::built() ? "no CUDA device is present" : "this build has no CUDA backend");
-  return std::make_unique<cpu::CpuExecutor>(plan, max_tokens, options.threads);
+  return on_cpu();
 }
 
 class LocalEngine final : public Engine {
@@ -70,6 +78,8 @@ class LocalEngine final : public Engine {
     // The scratch always holds at least one maximal sequence, so any valid input fits a batch.
     max_batch_tokens_ = std::max<std::size_t>(options.max_batch_tokens, max_len_);
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
+    info_.backend = exec_->backend_name();
+    info_.compute_dtype = exec_->compute_dtype();
   }
 
   const ModelInfo& info() const override { return info_; }
