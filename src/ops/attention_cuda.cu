@@ -50,21 +50,28 @@ __device__ __forceinline__ void key_range(const AttnParams<T>& p, int i, int len
   }
 }
 
-// Shared memory: K and V tiles padded to D + 1 floats per key (lane j reads key j: the padding
-// puts consecutive lanes in consecutive banks), then the block's scaled queries.
+// Shared memory: K and V tiles padded to D + 4 floats per key (16-byte rows for float4 reads;
+// lane j's row starts 4 banks after lane j − 1's, so a quarter warp's float4 reads hit distinct
+// banks), the block's scaled queries, and per warp the probabilities of one tile [key][row].
+template <int D>
+__host__ __device__ constexpr int key_stride() {
+  return D + 4;
+}
 template <int D>
 constexpr std::size_t shared_bytes() {
-  return (2 * kKeyTile * (D + 1) + kBlockRows * D) * sizeof(float);
+  return (2 * kKeyTile * key_stride<D>() + kBlockRows * D + kWarps * kKeyTile * kRowsPerWarp) * sizeof(float);
 }
 
 template <int D, typename T>
 __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams<T> p) {
-  constexpr int kStride = D + 1;
+  static_assert(kRowsPerWarp == 8 && D % 32 == 0, "the P·V loop reads 8 probabilities as two float4");
+  constexpr int kStride = key_stride<D>();
   constexpr int kPerLane = D / 32;  // output dimensions per lane
-  extern __shared__ float smem[];
-  float* ks = smem;
+  extern __shared__ float4 smem4[];  // float4: 16-byte aligned for the vector reads
+  float* ks = reinterpret_cast<float*>(smem4);
   float* vs = ks + kKeyTile * kStride;
   float* qs = vs + kKeyTile * kStride;
+  float* ps = qs + kBlockRows * D;
 
   const int seq = static_cast<int>(blockIdx.x);
   const int head = static_cast<int>(blockIdx.z);
@@ -117,38 +124,64 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnParams<T> p)
     }
     __syncthreads();
 
+    // Scores of the warp's 8 rows against the tile's 32 keys (lane = key): each K value read
+    // from shared memory feeds 8 FMAs, queries are broadcast, both as float4. The sum runs
+    // over d in order, as a single-row dot product would.
     const int key = kt + lane;
+    float s[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) s[r] = 0.0f;
+    const float4* k4 = reinterpret_cast<const float4*>(ks + lane * kStride);
+    const float4* q4 = reinterpret_cast<const float4*>(qs + warp * kRowsPerWarp * D);
+#pragma unroll 4
+    for (int d4 = 0; d4 < D / 4; ++d4) {
+      const float4 kv = k4[d4];
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float4 qv = q4[r * (D / 4) + d4];
+        s[r] = fmaf(qv.x, kv.x, s[r]);
+        s[r] = fmaf(qv.y, kv.y, s[r]);
+        s[r] = fmaf(qv.z, kv.z, s[r]);
+        s[r] = fmaf(qv.w, kv.w, s[r]);
+      }
+    }
+    float* pw = ps + warp * kKeyTile * kRowsPerWarp;  // this warp's probabilities, [key][row]
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int i = row0 + warp * kRowsPerWarp + r;  // sequence-local query row
       int lo, hi;
       key_range(p, i, len, lo, hi);
-      // Warp-uniform: skip rows past the sequence and tiles with no key this row may see, so
-      // the running max below is always finite.
-      if (i >= len || kt >= hi || kt + kKeyTile <= lo) continue;
-      float s = -INFINITY;
-      if (key >= lo && key < hi) {
-        const float* qrow = qs + (warp * kRowsPerWarp + r) * D;
-        const float* krow = ks + lane * kStride;
-        float dot = 0.0f;
-#pragma unroll 16
-        for (int d = 0; d < D; ++d) dot = fmaf(qrow[d], krow[d], dot);
-        s = dot;
+      // Warp-uniform: rows past the sequence and tiles with no key this row may see add
+      // nothing (probability 0), so the running max below is always finite.
+      float prob = 0.0f;
+      if (i < len && kt < hi && kt + kKeyTile > lo) {
+        const bool seen = key >= lo && key < hi;
+        const float sc = seen ? s[r] : -INFINITY;
+        const float m_new = fmaxf(m[r], cuda_reduce::warp_max(sc));
+        const float corr = expf(m[r] - m_new);  // 0 on the row's first tile (m = −inf)
+        prob = seen ? expf(sc - m_new) : 0.0f;
+        l[r] = l[r] * corr + cuda_reduce::warp_sum(prob);
+        m[r] = m_new;
+#pragma unroll
+        for (int c = 0; c < kPerLane; ++c) acc[r][c] *= corr;
       }
-      const float m_new = fmaxf(m[r], cuda_reduce::warp_max(s));
-      const float corr = expf(m[r] - m_new);  // 0 on the row's first tile (m = −inf)
-      const float prob = key >= lo && key < hi ? expf(s - m_new) : 0.0f;
-      l[r] = l[r] * corr + cuda_reduce::warp_sum(prob);
-      m[r] = m_new;
+      pw[lane * kRowsPerWarp + r] = prob;
+    }
+    __syncwarp();
+    // P·V: per key, its 8 probabilities (two broadcast float4) times the lane's V columns.
+    for (int j = 0; j < kKeyTile; ++j) {
+      const float4 p0 = reinterpret_cast<const float4*>(pw + j * kRowsPerWarp)[0];
+      const float4 p1 = reinterpret_cast<const float4*>(pw + j * kRowsPerWarp)[1];
+      const float pr[kRowsPerWarp] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+      const float* vrow = vs + j * kStride + lane;
 #pragma unroll
-      for (int c = 0; c < kPerLane; ++c) acc[r][c] *= corr;
-      for (int j = 0; j < kKeyTile; ++j) {
-        const float pj = __shfl_sync(cuda_reduce::kFullMask, prob, j);
-        const float* vrow = vs + j * kStride + lane;
+      for (int c = 0; c < kPerLane; ++c) {
+        const float vv = vrow[32 * c];
 #pragma unroll
-        for (int c = 0; c < kPerLane; ++c) acc[r][c] = fmaf(pj, vrow[32 * c], acc[r][c]);
+        for (int r = 0; r < kRowsPerWarp; ++r) acc[r][c] = fmaf(pr[r], vv, acc[r][c]);
       }
     }
+    __syncwarp();  // the probabilities are rewritten by the next tile
   }
 
 #pragma unroll

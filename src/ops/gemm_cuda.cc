@@ -1,6 +1,9 @@
 #include "ops/gemm_cuda.h"
 
+#include <cmath>
 #include <cstdint>
+#include <mutex>
+#include <utility>
 
 #include "ops/check_cuda.h"
 #include "ops/ops_cuda.h"
@@ -46,7 +49,81 @@ CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(works
   if (workspace_bytes_ > 0) IL_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
 
+cublasStatus_t CublasLtGemm::matmul(const GemmCudaArgs& a, const Shape& s, const cublasLtMatmulAlgo_t& algo,
+                                     cudaStream_t stream) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(handle_, s.desc, &alpha, a.w, s.w, a.x, s.x, &beta, a.y, s.y, a.y, s.y, &algo, workspace_,
+                        workspace_bytes_, stream);
+}
+
+namespace {
+
+// The tuned choice per (device, shape), shared by every CublasLtGemm of the process: two
+// executors of one model pick the same algorithm, so they compute the same bits (the graph
+// replay test compares an executor with graphs against one without).
+std::mutex& tuned_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::pair<int, CublasLtGemm::Key>, std::size_t>& tuned_choices() {
+  static std::map<std::pair<int, CublasLtGemm::Key>, std::size_t> choices;
+  return choices;
+}
+
+}  // namespace
+
+// Times every candidate the heuristic offered (a warm-up run, then kTuneRuns) on the caller's
+// operands and keeps the fastest. It runs once per shape, on its first eager run: the stream is
+// synchronised then (never in a graph capture: a capturing stream keeps the heuristic's choice
+// for this launch and tunes on a later eager one). The output is rewritten by every run (beta 0),
+// so the caller's result is the chosen algorithm's.
+void CublasLtGemm::tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStream_t stream) {
+  if (s.candidates.size() <= 1) {
+    s.tuned = true;
+    return;
+  }
+  int device = 0;
+  IL_CUDA_CHECK(cudaGetDevice(&device));
+  {
+    std::lock_guard<std::mutex> lock(tuned_mutex());
+    if (auto it = tuned_choices().find({device, key}); it != tuned_choices().end() && it->second < s.candidates.size()) {
+      s.algo = s.candidates[it->second];
+      s.tuned = true;
+      return;
+    }
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  IL_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return;
+  if (!tune_start_) {
+    IL_CUDA_CHECK(cudaEventCreate(&tune_start_));
+    IL_CUDA_CHECK(cudaEventCreate(&tune_end_));
+  }
+  constexpr int kTuneRuns = 3;
+  std::size_t best = 0;
+  float best_ms = INFINITY;
+  for (std::size_t i = 0; i < s.candidates.size(); ++i) {
+    if (matmul(a, s, s.candidates[i], stream) != CUBLAS_STATUS_SUCCESS) continue;  // not runnable here
+    IL_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
+    for (int r = 0; r < kTuneRuns; ++r) IL_CUBLAS_CHECK(matmul(a, s, s.candidates[i], stream));
+    IL_CUDA_CHECK(cudaEventRecord(tune_end_, stream));
+    IL_CUDA_CHECK(cudaEventSynchronize(tune_end_));
+    float ms = 0.0f;
+    IL_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_end_));
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  s.algo = s.candidates[best];
+  s.tuned = true;
+  std::lock_guard<std::mutex> lock(tuned_mutex());
+  tuned_choices().emplace(std::make_pair(device, key), best);
+}
+
 CublasLtGemm::~CublasLtGemm() {
+  if (tune_start_) cudaEventDestroy(tune_start_);
+  if (tune_end_) cudaEventDestroy(tune_end_);
   for (auto& [key, s] : shapes_) destroy(s);
   if (workspace_) cudaFree(workspace_);
   if (handle_) cublasLtDestroy(handle_);
@@ -81,7 +158,7 @@ bool CublasLtGemm::try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue,
   const uint64_t ws = workspace_bytes_;
   const uint32_t align_w = alignment_of(a.w, a.type), align_x = alignment_of(a.x, a.type),
                  align_y = alignment_of(a.y, a.type);
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kCandidates]{};
   int found = 0;
   const cublasStatus_t st = [&] {
     cublasStatus_t r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
@@ -94,31 +171,37 @@ bool CublasLtGemm::try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue,
     if (r == CUBLAS_STATUS_SUCCESS)
       r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_y, sizeof align_y);
     if (r == CUBLAS_STATUS_SUCCESS)
-      r = cublasLtMatmulAlgoGetHeuristic(handle_, s.desc, s.w, s.x, s.y, s.y, pref, 1, &result, &found);
+      r = cublasLtMatmulAlgoGetHeuristic(handle_, s.desc, s.w, s.x, s.y, s.y, pref, kCandidates, results, &found);
     return r;
   }();
   cublasLtMatmulPreferenceDestroy(pref);
   // NOT_SUPPORTED means no algorithm for this combination: the caller tries a plainer epilogue.
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
   IL_CUBLAS_CHECK(st);
-  s.algo = result.algo;
+  for (int i = 0; i < found; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) s.candidates.push_back(results[i].algo);
+  if (s.candidates.empty()) return false;
+  s.algo = s.candidates.front();  // the heuristic's first choice, until tune() has timed them
   s.fused_bias = epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
   s.fused_act = epilogue == CUBLASLT_EPILOGUE_RELU || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
   return true;
 }
 
-const CublasLtGemm::Shape& CublasLtGemm::shape_for(const GemmCudaArgs& a) {
+CublasLtGemm::Key CublasLtGemm::key_for(const GemmCudaArgs& a) {
+  return Key{a.m,
+             a.n,
+             a.k,
+             a.ldx,
+             a.ldy,
+             static_cast<int>(epilogue_for(a.bias != nullptr, a.act)),
+             alignment_of(a.x, a.type),
+             alignment_of(a.w, a.type),
+             alignment_of(a.y, a.type),
+             static_cast<int>(a.type)};
+}
+
+CublasLtGemm::Shape& CublasLtGemm::shape_for(const Key& key, const GemmCudaArgs& a) {
   const cublasLtEpilogue_t fused = epilogue_for(a.bias != nullptr, a.act);
-  const Key key{a.m,
-                a.n,
-                a.k,
-                a.ldx,
-                a.ldy,
-                static_cast<int>(fused),
-                alignment_of(a.x, a.type),
-                alignment_of(a.w, a.type),
-                alignment_of(a.y, a.type),
-                static_cast<int>(a.type)};
   if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   Shape s;
   bool ok = false;
@@ -145,7 +228,8 @@ void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
   check(a.ldx >= a.k && a.ldy >= a.n, "gemm (CUDA): row stride smaller than the row (ldx ", a.ldx,
         ", k ", a.k, ", ldy ", a.ldy, ", n ", a.n, ")");
   if (a.m == 0) return;
-  const Shape& s = shape_for(a);
+  const Key key = key_for(a);
+  Shape& s = shape_for(key, a);
   if (s.fallback) {
     gemm_fallback_cuda(a.x, a.ldx, a.w, a.n, a.k, a.y, a.ldy, a.m, stream, a.type);
     bias_activation_cuda(a.y, a.ldy, a.m, a.n, a.bias, a.act, stream, a.type);
@@ -153,9 +237,8 @@ void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
   }
   // The bias pointer changes between steps of the same shape; the descriptor is read at enqueue.
   if (s.fused_bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias);
-  const float alpha = 1.0f, beta = 0.0f;
-  IL_CUBLAS_CHECK(cublasLtMatmul(handle_, s.desc, &alpha, a.w, s.w, a.x, s.x, &beta, a.y, s.y, a.y, s.y,
-                                 &s.algo, workspace_, workspace_bytes_, stream));
+  if (!s.tuned) tune(key, a, s, stream);
+  IL_CUBLAS_CHECK(matmul(a, s, s.algo, stream));
   const void* rest_bias = s.fused_bias ? nullptr : a.bias;
   const Activation rest_act = s.fused_act ? Activation::kNone : a.act;
   bias_activation_cuda(a.y, a.ldy, a.m, a.n, rest_bias, rest_act, stream, a.type);

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "core/dtype.h"
 #include "inferencelayer/types.h"
@@ -33,7 +34,8 @@ struct GemmCudaArgs {
 };
 
 // One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
-// allocated once, and per shape the descriptors and the algorithm the heuristic picked, so a
+// allocated once, and per shape the descriptors and the algorithm picked: the heuristic offers up
+// to kCandidates, the first run of the shape times them and keeps the fastest (see tune()), so a
 // replayed shape costs one cublasLtMatmul call.
 class CublasLtGemm {
  public:
@@ -45,20 +47,27 @@ class CublasLtGemm {
   void run(const GemmCudaArgs& a, cudaStream_t stream);
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
- private:
   // Everything the algorithm choice depends on: sizes, strides, epilogue, pointer alignments,
   // element type.
   using Key = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, int,
                          unsigned, unsigned, unsigned, int>;
+
+ private:
+  static constexpr int kCandidates = 8;
   struct Shape {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+    std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, best predicted first
     cublasLtMatmulAlgo_t algo{};
+    bool tuned = false;  // algo is the timed fastest candidate
     bool fused_bias = false;  // the epilogue adds the bias
     bool fused_act = false;   // the epilogue applies the activation
     bool fallback = false;    // cuBLASLt found no algorithm: ops::gemm_fallback_cuda runs it
   };
-  const Shape& shape_for(const GemmCudaArgs& a);
+  static Key key_for(const GemmCudaArgs& a);
+  Shape& shape_for(const Key& key, const GemmCudaArgs& a);
+  void tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStream_t stream);
+  cublasStatus_t matmul(const GemmCudaArgs& a, const Shape& s, const cublasLtMatmulAlgo_t& algo, cudaStream_t stream);
   bool try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue, Shape& s);
   static void destroy(Shape& s);
 
@@ -66,6 +75,7 @@ class CublasLtGemm {
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
   std::map<Key, Shape> shapes_;
+  cudaEvent_t tune_start_ = nullptr, tune_end_ = nullptr;
 };
 
 }  // namespace il::ops

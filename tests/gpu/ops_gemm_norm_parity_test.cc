@@ -101,7 +101,7 @@ TEST(GpuLayerNorm, MatchesCpuWithResidualBiasRmsAndStrides) {
   IL_REQUIRE_GPU();
   ThreadPool pool(0);
   uint32_t seed = 100;
-  for (std::size_t cols : {1, 7, 97, 384, 1025})
+  for (std::size_t cols : {1, 7, 97, 384, 768, 1024, 1025})
     for (std::size_t rows : kRows)
       for (bool rms : {false, true})
         for (bool residual : {false, true}) {

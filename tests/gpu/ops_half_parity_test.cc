@@ -106,7 +106,7 @@ TEST_P(HalfOps, LayerNormMatchesCpuWithResidualAndAliasing) {
   const DType t = GetParam();
   ThreadPool pool(0);
   uint32_t seed = 100;
-  for (std::size_t cols : {1, 7, 97, 384, 1025})
+  for (std::size_t cols : {1, 7, 97, 384, 768, 1024, 1025})
     for (std::size_t rows : kRows)
       for (bool rms : {false, true}) {
         const std::size_t ldx = cols + 3, ldr = cols + 1;

@@ -14,6 +14,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -99,6 +100,7 @@ class CudaExecutor final : public plan::Executor {
   bool profiling_ = false;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
   std::map<std::string, StepTime> profile_;
+  std::set<std::string> profiled_;  // programs whose first (uncounted) run is done
 };
 
 }  // namespace il::cuda
