@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/batcher.h"
+#include "server/connection_pool.h"
 #include "server/context.h"
 #include "server/metrics.h"
 #include "server/routes.h"
@@ -20,6 +21,12 @@
 
 namespace il::server {
 namespace {
+
+constexpr std::size_t kReserveHttpThreads = 16;
+// Beyond this many requests in flight, connections wait for a thread rather than each getting
+// one (and an 8 MiB stack reservation): a limit that high is a mistake more likely than a need.
+constexpr std::size_t kMaxHttpThreads = 4096;
+constexpr std::chrono::milliseconds kHttpThreadIdleExit{30'000};
 
 std::size_t or_hardware(std::size_t n) {
   return n ? n : std::max(1u, std::thread::hardware_concurrency());
@@ -47,10 +54,13 @@ struct Server::Impl final : Router {
         tokenizers(or_hardware(o.tokenization_workers)),
         batcher(*engine, o.max_batch_tokens, o.max_batch_requests, metrics),
         ctx{o, *engine, metrics, tokenizers, batcher, default_model_name(o)} {
-    // One connection thread per allowed concurrent request, plus a few for the cheap GET routes
-    // and for refusing the excess with 429 (a pool smaller than the limit would queue instead).
-    const std::size_t http_threads = std::min<std::size_t>(o.max_concurrent_requests + 4, 1024);
-    http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+    // Connection threads (connection_pool.h): a compute request holds its thread while it waits
+    // for the inference thread, so reaching the concurrency limit takes that many threads, plus
+    // a reserve so that /health, /metrics and the 429s for the excess still find one. The cap is
+    // a bound, not a size: threads start as connections need them and leave after idling a
+    // while, so the working set follows the clients actually connected (see the RSS notes there).
+    const std::size_t http_threads = std::min(o.max_concurrent_requests, kMaxHttpThreads) + kReserveHttpThreads;
+    http.new_task_queue = [http_threads] { return new ConnectionPool(http_threads, kHttpThreadIdleExit); };
     http.set_payload_max_length(o.payload_limit);
     // Without it, a small answer can wait for the client's delayed ACK (~40 ms on Linux).
     http.set_tcp_nodelay(true);
@@ -105,6 +115,10 @@ struct Server::Impl final : Router {
     if (compute && in_flight.fetch_add(1) >= options.max_concurrent_requests) {
       in_flight.fetch_sub(1);
       res.set_header("Retry-After", "1");
+      // The client is told to come back later; until then its keep-alive connection would hold
+      // a connection thread idle (5 s) that the requests being served may need. httplib 0.11
+      // only sends the header; HTTP/1.1 clients close on it (RFC 9112, 9.6), which frees it.
+      res.set_header("Connection", "close");
       return send_error(res, 429, "Overloaded",
                         "too many concurrent requests (--max-concurrent-requests " +
                             std::to_string(options.max_concurrent_requests) + ")");

@@ -189,6 +189,7 @@ TEST(Backpressure, OverTheConcurrencyLimitIs429WithRetryAfter) {
   // on the first round in practice); every answer is either 200 or 429.
   std::atomic<int> ok{0}, refused{0}, other{0};
   std::atomic<bool> retry_after{true};
+  std::atomic<bool> connection_kept{false};  // a refused client must not hold a connection thread
   std::mutex others_mutex;
   std::string others;  // what the unexpected answers were, for the failure message
   std::vector<std::string> texts(64, "a fairly long text to keep the model busy for a while longer than usual");
@@ -204,6 +205,7 @@ TEST(Backpressure, OverTheConcurrencyLimitIs429WithRetryAfter) {
         else if (r && r->status == 429) {
           ++refused;
           if (!r->has_header("Retry-After")) retry_after = false;
+          if (r->get_header_value("Connection") != "close") connection_kept = true;
           const json j = json::parse(r->body, nullptr, false);
           if (!j.is_object() || j.value("error_type", "") != "Overloaded") ++other;
         } else {
@@ -220,6 +222,7 @@ TEST(Backpressure, OverTheConcurrencyLimitIs429WithRetryAfter) {
   EXPECT_GT(ok.load(), 0);
   EXPECT_EQ(other.load(), 0) << others;
   EXPECT_TRUE(retry_after.load());
+  EXPECT_FALSE(connection_kept.load()) << "a 429 without Connection: close";
   EXPECT_EQ(server.terminate(), 0);
 }
 
