@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -71,25 +70,6 @@ void OutputSink::flush() {
   if (std::fflush(file_) != 0)
     throw std::runtime_error("cannot write " + (path_ == "-" ? std::string("stdout") : path_) + ": " +
                              std::strerror(errno));
-}
-
-void append_float(std::string& out, float v) {
-  if (!std::isfinite(v)) {
-    out += "null";
-    return;
-  }
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
-void append_floats(std::string& out, const float* values, std::size_t n) {
-  out += '[';
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i) out += ',';
-    append_float(out, values[i]);
-  }
-  out += ']';
 }
 
 void append_ints(std::string& out, const std::vector<int32_t>& values) {

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/float_format.h"
+
 namespace il::cli {
 
 // Lines of a file, or of stdin for "-", with 1-based line numbers. A trailing '\r' is dropped
@@ -59,11 +61,7 @@ class OutputSink {
   std::string buf_;
 };
 
-// Shortest decimal that reads back to the same f32 (std::to_chars); NaN / Inf become null,
-// which JSON can carry and a reader will notice.
-void append_float(std::string& out, float v);
-// "[v0,v1,...]"
-void append_floats(std::string& out, const float* values, std::size_t n);
+// Floats: il::append_float / il::append_floats (core/float_format.h, shared with the server).
 void append_ints(std::string& out, const std::vector<int32_t>& values);
 // A JSON string literal with escapes.
 void append_json_string(std::string& out, std::string_view s);

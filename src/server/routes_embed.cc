@@ -2,8 +2,8 @@
 // /similarity (cosine of a source sentence with others).
 #include <cmath>
 
+#include "core/float_format.h"
 #include "server/api_error.h"
-#include "server/json_out.h"
 #include "server/routes.h"
 
 namespace il::server {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/float_format.h"
 #include "server/api_error.h"
-#include "server/json_out.h"
 #include "server/routes.h"
 
 namespace il::server {

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <optional>
 
+#include "core/float_format.h"
 #include "server/api_error.h"
-#include "server/json_out.h"
 #include "server/routes.h"
 
 namespace il::server {
