@@ -39,6 +39,7 @@ nlohmann::ordered_json to_json(const ModelInfo& i) {
   j["vocab"] = i.vocab;
   j["max_tokens"] = i.max_tokens;
   j["num_labels"] = i.num_labels;
+  j["labels"] = i.labels;
   j["output_dim"] = i.output_dim;
   j["activation"] = i.activation;
   j["dtype"] = i.stored_dtype;
@@ -65,6 +66,13 @@ void print_human(const ModelInfo& i) {
   print_row("kind", i.kind == ModelKind::kCrossEncoder
                         ? "cross-encoder (reranker), " + std::to_string(i.num_labels) + " label(s)"
                         : std::string("embedding"));
+  if (i.kind == ModelKind::kCrossEncoder) {
+    std::string names;
+    for (std::size_t l = 0; l < i.labels.size(); ++l)
+      names += (l ? ", " : "") + std::to_string(l) + " " +
+               nlohmann::json(i.labels[l]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    print_row("labels", names);
+  }
   print_row("hidden size", std::to_string(i.hidden));
   print_row("layers", std::to_string(i.layers));
   print_row("attention heads", std::to_string(i.heads));
@@ -109,9 +117,10 @@ Command add_info_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "Describe a model folder (architecture, sizes, pooling, prompts)");
   cmd->footer(
       "--json writes one object with: path, model_type, architecture, layout, kind (embedding |\n"
-      "cross-encoder), hidden, layers, heads, intermediate, vocab, max_tokens, num_labels, output_dim,\n"
-      "activation, dtype, parameters, weight_bytes, weight_mb, pooling, normalize,\n"
-      "sentence_transformers, tokenizer, prompts, default_prompt_name, random_weights.");
+      "cross-encoder), hidden, layers, heads, intermediate, vocab, max_tokens, num_labels, labels\n"
+      "(cross-encoders: the name of each output, from config.json id2label), output_dim, activation,\n"
+      "dtype, parameters, weight_bytes, weight_mb, pooling, normalize, sentence_transformers,\n"
+      "tokenizer, prompts, default_prompt_name, random_weights.");
   cmd->add_option("-m,--model", a->model, "Hugging Face model folder")->required();
   cmd->add_flag("--json", a->json, "One JSON object instead of the table");
   return {cmd, [a] { run_info(*a); }};

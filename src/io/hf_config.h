@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct EncoderConfig {
   Activation act = Activation::kGeluErf;
   bool is_cross_encoder = false;  // architectures[0] ends in ForSequenceClassification
   int num_labels = 1;             // num_labels, else size of id2label, else 1
+  // Cross-encoders: id2label, the names of outputs by index, every index below num_labels
+  // (outputs it does not name are "LABEL_i", as transformers calls them; see runtime/model_info).
+  std::map<int, std::string> id2label;
   bool random_weights = false;    // "inferencelayer_random_weights": true (demo / fixture folders)
 
   int max_tokens_per_sequence() const { return max_positions - position_offset; }

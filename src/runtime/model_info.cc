@@ -26,6 +26,10 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   i.vocab = c.vocab;
   i.max_tokens = static_cast<int>(max_len);
   i.num_labels = c.is_cross_encoder ? c.num_labels : 0;
+  for (int l = 0; l < i.num_labels; ++l) {
+    const auto name = c.id2label.find(l);
+    i.labels.push_back(name != c.id2label.end() ? name->second : "LABEL_" + std::to_string(l));
+  }
   i.output_dim = static_cast<int>(c.is_cross_encoder ? 0 : model.embedding_dim);
   i.activation = std::string(activation_name(c.act));
   i.stored_dtype = model.stored_dtype;

@@ -14,9 +14,9 @@ json model_type(const ModelInfo& info) {
   if (info.kind == ModelKind::kEmbedding)
     return {{"embedding", {{"pooling", std::string(pooling_name(info.pooling))}}}};
   json id2label = json::object(), label2id = json::object();
-  for (int i = 0; i < info.num_labels; ++i) {
-    id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
-    label2id["LABEL_" + std::to_string(i)] = i;
+  for (std::size_t i = 0; i < info.labels.size(); ++i) {
+    id2label[std::to_string(i)] = info.labels[i];
+    label2id[info.labels[i]] = i;
   }
   const char* kind = info.num_labels == 1 ? "reranker" : "classifier";
   return {{kind, {{"id2label", id2label}, {"label2id", label2id}}}};

@@ -150,6 +150,7 @@ void predict(Context& ctx, const httplib::Request& req, httplib::Response& res, 
   for (const TokenInput& in : inputs) t.tokens += in.ids.size();
 
   auto job = run_job(ctx, JobKind::kScores, std::move(inputs), req, t);
+  const std::vector<std::string>& names = ctx.engine.info().labels;  // one per output column
   json out = json::array();
   for (std::size_t r = 0; r < job->rows.rows; ++r) {
     const float* logits = job->rows.row(r);
@@ -163,7 +164,7 @@ void predict(Context& ctx, const httplib::Request& req, httplib::Response& res, 
       for (float& s : scores) s = static_cast<float>(s / sum);
     }
     json labels = json::array();
-    for (std::size_t i : ranking(scores)) labels.push_back({{"score", scores[i]}, {"label", "LABEL_" + std::to_string(i)}});
+    for (std::size_t i : ranking(scores)) labels.push_back({{"score", scores[i]}, {"label", names.at(i)}});
     out.push_back(std::move(labels));
   }
   reply_json(res, batch ? out.dump() : out[0].dump());

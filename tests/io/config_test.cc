@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -176,6 +177,45 @@ TEST(HfConfig, Refusals) {
   j["max_position_embeddings"] = 2;
   expect_refused(j, {"\"max_position_embeddings\""});
   expect_refused(json::array(), {"object"});
+}
+
+TEST(HfConfig, Id2Label) {
+  json j = xlmr_reranker();
+  j["id2label"] = {{"0", "contradiction"}, {"1", "entailment"}, {"2", "neutral"}};
+  EncoderConfig c = parse_encoder_config(j, "config.json");
+  EXPECT_EQ(c.num_labels, 3);
+  const std::map<int, std::string> want{{0, "contradiction"}, {1, "entailment"}, {2, "neutral"}};
+  EXPECT_EQ(c.id2label, want);
+
+  // num_labels wins over the size of id2label; the outputs it does not name stay unnamed here.
+  j["num_labels"] = 4;
+  c = parse_encoder_config(j, "config.json");
+  EXPECT_EQ(c.num_labels, 4);
+  EXPECT_EQ(c.id2label, want);
+  j["num_labels"] = 2;
+  expect_refused(j, {"\"id2label\"", "label 2", "2 label(s)"});
+  j.erase("num_labels");
+
+  // Sparse: two entries are two labels, so index 5 is out of range.
+  j["id2label"] = {{"0", "a"}, {"5", "b"}};
+  expect_refused(j, {"\"id2label\"", "label 5"});
+  for (const char* key : {"x", "-1", "1.0", " 1", "", "99999999999999999999"}) {
+    j["id2label"] = {{"0", "a"}, {key, "b"}};
+    expect_refused(j, {"\"id2label\"", "not a label index"});
+  }
+  j["id2label"] = {{"0", "a"}, {"00", "b"}};
+  expect_refused(j, {"\"id2label\"", "label 0 twice"});
+  j["id2label"] = {{"0", "a"}, {"1", 7}};
+  expect_refused(j, {"\"id2label\"", "label 1", "string"});
+  j["id2label"] = json::array({"a", "b"});
+  expect_refused(j, {"\"id2label\"", "object"});
+
+  // An embedding model's id2label does not matter to it, so it is not checked beyond its type.
+  j = bert_base();
+  j["id2label"] = {{"0", "a"}, {"x", 1}};
+  c = parse_encoder_config(j, "config.json");
+  EXPECT_FALSE(c.is_cross_encoder);
+  EXPECT_TRUE(c.id2label.empty());
 }
 
 TEST(HfConfig, Activations) {
