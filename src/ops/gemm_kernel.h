@@ -16,7 +16,10 @@ namespace il::ops::gemm_kernel {
 inline constexpr std::size_t kPanel = 32;  // columns per packed weight panel
 
 struct Tile {
-  const float* a = nullptr;  // packed A: kc × mr
+  const float* a = nullptr;  // A: packed kc × mr (lda == 0), or row-major rows lda floats apart
+  // 0: `a` is a packed micro-panel. Otherwise A is read in place, row r at a + r * lda: a short
+  // batch (one row block) skips the packing pass and the synchronisation it costs.
+  std::size_t lda = 0;
   // Packed B: kc rows kPanel floats apart, 64-byte aligned. A tile of at most 16 columns may
   // point at the second half of the rows (panel + 16) and then reads only 16 floats per row.
   const float* b = nullptr;
@@ -27,6 +30,16 @@ struct Tile {
   std::size_t cols = 0;          // 1 … kPanel columns of C to compute and store
   const float* init = nullptr;   // when !accumulate: `cols` floats added to every row (bias), or null
   bool accumulate = false;       // add to C instead of overwriting it
+  // Rows of the B block the caller computes next (same layout: rows kPanel floats apart), or
+  // null. Every `prefetch_every` k steps the kernel asks for the next of those rows (both 64-byte
+  // halves when prefetch_wide) into L2, so a weight streamed from memory arrives while this
+  // tile computes instead of stalling the next one: a short batch otherwise pays memory time
+  // plus compute time. Spreading the requests keeps them at about the rate memory delivers;
+  // issued all at once they would fill the core's miss buffers and stall the FMAs instead.
+  // Only the AVX-512 kernel acts on it so far (the others ignore it).
+  const float* prefetch = nullptr;
+  bool prefetch_wide = false;
+  std::size_t prefetch_every = 1;
 };
 
 using TileFn = void (*)(const Tile&);

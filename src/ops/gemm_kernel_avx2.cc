@@ -13,7 +13,7 @@ constexpr int kMr = 6;
 
 // Columns [col, col + 16) of the tile, `cols` of them valid (1 … 16). Partial tiles go through
 // a small stack buffer so loads and stores never touch memory past the last column.
-template <int R>
+template <int R, bool Packed>
 void half(const Tile& t, std::size_t col, std::size_t cols) {
   const bool full = cols == 16;
   __m256 c0[R], c1[R];
@@ -45,16 +45,17 @@ void half(const Tile& t, std::size_t col, std::size_t cols) {
   const float* a = t.a;
   const float* b = t.b + col;
   const std::size_t kc = t.kc;
+  const std::size_t lda = Packed ? 1 : t.lda;  // distance between two rows' A values
   for (std::size_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b);
     const __m256 b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
+      const __m256 ar = _mm256_broadcast_ss(a + r * lda);
       c0[r] = _mm256_fmadd_ps(ar, b0, c0[r]);
       c1[r] = _mm256_fmadd_ps(ar, b1, c1[r]);
     }
-    a += kMr;
+    a += Packed ? kMr : 1;
     b += kPanel;
   }
 #pragma GCC unroll 6
@@ -71,18 +72,23 @@ void half(const Tile& t, std::size_t col, std::size_t cols) {
   }
 }
 
-template <int R>
+template <int R, bool Packed>
 void tile(const Tile& t) {
-  half<R>(t, 0, t.cols < 16 ? t.cols : 16);
-  if (t.cols > 16) half<R>(t, 16, t.cols - 16);
+  half<R, Packed>(t, 0, t.cols < 16 ? t.cols : 16);
+  if (t.cols > 16) half<R, Packed>(t, 16, t.cols - 16);
 }
 
-template <int... R>
+template <bool Packed, int... R>
 struct Table {
-  static constexpr TileFn fns[] = {tile<R>...};
+  static constexpr TileFn fns[] = {tile<R, Packed>...};
 };
 
-void tile_any(const Tile& t) { Table<1, 2, 3, 4, 5, 6>::fns[t.rows - 1](t); }
+void tile_any(const Tile& t) {
+  if (t.lda == 0)
+    Table<true, 1, 2, 3, 4, 5, 6>::fns[t.rows - 1](t);
+  else
+    Table<false, 1, 2, 3, 4, 5, 6>::fns[t.rows - 1](t);
+}
 
 }  // namespace
 

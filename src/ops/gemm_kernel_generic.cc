@@ -19,12 +19,13 @@ void tile_any(const Tile& t) {
                   : 0.0f;
   const float* a = t.a;
   const float* b = t.b;
+  const std::size_t lda = t.lda == 0 ? 1 : t.lda;  // distance between two rows' A values
   for (std::size_t k = 0; k < t.kc; ++k) {
     for (std::size_t r = 0; r < t.rows; ++r) {
-      const float ar = a[r];
+      const float ar = a[r * lda];
       for (std::size_t j = 0; j < width; ++j) acc[r][j] += ar * b[j];
     }
-    a += kMr;
+    a += t.lda == 0 ? kMr : 1;
     b += kPanel;
   }
   for (std::size_t r = 0; r < t.rows; ++r)

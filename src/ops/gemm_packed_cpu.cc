@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include <sys/mman.h>
 
@@ -21,6 +22,23 @@ constexpr std::size_t kMaxPanelsPerTask = 8;   // 256 columns
 constexpr std::size_t kSerialWork = 1u << 17;  // m·n·k below which threads cost more than they save
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// Where a task's kernel tiles read A from. A short batch (one row block) reads x where it lies:
+// packing it once for all tasks cost a parallel section (a synchronisation of every thread) per
+// GEMM, and was slower at every 1×16 … 1×64 point measured on 16 cores (docs/perf.md).
+enum class ASource {
+  kPackPerTask,  // each task packs its own rows (several row blocks)
+  kInPlace,      // x read where it lies (Tile::lda): no packing at all
+};
+
+// Tile::prefetch of the next weight block; IL_GEMM_PREFETCH=0 turns it off (for measurements).
+bool prefetch_next_block() {
+  static const bool on = [] {
+    const char* v = std::getenv("IL_GEMM_PREFETCH");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
 
 // Rows [r0, r0 + rows) × depth [k0, k0 + kc) of x into micro-panels of mr rows, k-major, the
 // missing rows of the last micro-panel zero.
@@ -61,7 +79,7 @@ Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_
   const std::size_t all_units = ceil_div(n, b.unit);
   if (b.row_tasks == 1) {
     // One task per thread with an equal share of the columns: measured on 16 cores, fewer and
-    // larger tasks beat dynamic balancing here (each task packs the rows of x once).
+    // larger tasks beat dynamic balancing here.
     b.units = ceil_div(all_units, ceil_div(threads, b.row_tasks));
   } else {
     // Enough tasks for every thread to take a few (uneven ragged batches balance dynamically),
@@ -74,10 +92,8 @@ Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_
   return b;
 }
 
-// `shared_a`: x already packed for every depth pass (the single-row-block case, packed once by
-// all threads instead of once per task), or null to pack this task's rows here.
 void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, std::size_t task,
-              const float* shared_a) {
+              ASource source) {
   const PackedWeight& w = *a.w;
   const std::size_t r0 = (task / blk.unit_tasks) * blk.row_block;
   const std::size_t rows = std::min(blk.row_block, a.m - r0);
@@ -87,31 +103,53 @@ void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, 
   const std::size_t rows_pad = ceil_div(rows, mr) * mr;
 
   thread_local std::vector<float> packed_a;
-  if (!shared_a) packed_a.resize(rows_pad * blk.kc);
+  if (source == ASource::kPackPerTask) packed_a.resize(rows_pad * blk.kc);
+
+  // Column chunks: whole panels where the task's columns allow, half panels at its edges.
+  const auto chunk_width = [&](std::size_t c0) {
+    return c0 % kPanel == 0 && col1 - c0 > kPanel / 2 ? kPanel : kPanel / 2;
+  };
+  const auto block_b = [&](std::size_t k0, std::size_t c0) { return w.panel(c0 / kPanel) + c0 % kPanel + k0 * kPanel; };
 
   const std::size_t depth = std::max<std::size_t>(w.k(), 1);
   for (std::size_t k0 = 0; k0 < depth; k0 += blk.kc) {
     const std::size_t kc = std::min(blk.kc, w.k() - std::min(k0, w.k()));
-    const float* pa = shared_a ? shared_a + k0 * rows_pad : packed_a.data();
-    if (!shared_a) pack_rows(a, r0, rows, k0, kc, mr, packed_a.data());
-    // Whole panels where the task's columns allow, half panels at its edges.
-    for (std::size_t c0 = col0; c0 < col1;) {
-      const bool wide = c0 % kPanel == 0 && col1 - c0 > kPanel / 2;
-      const std::size_t width = wide ? kPanel : kPanel / 2;
+    if (source == ASource::kPackPerTask) pack_rows(a, r0, rows, k0, kc, mr, packed_a.data());
+    for (std::size_t c0 = col0, width = chunk_width(col0); c0 < col1; c0 += width, width = chunk_width(c0)) {
       gemm_kernel::Tile t;
-      t.b = w.panel(c0 / kPanel) + c0 % kPanel + k0 * kPanel;
+      t.b = block_b(k0, c0);
+      // The block after this one: the next chunk of this pass, else the first of the next pass.
+      if (!prefetch_next_block()) {
+        // no prefetch
+      } else if (c0 + width < col1) {
+        t.prefetch = block_b(k0, c0 + width);
+        t.prefetch_wide = chunk_width(c0 + width) == kPanel;
+      } else if (k0 + blk.kc < w.k()) {
+        t.prefetch = block_b(k0 + blk.kc, col0);
+        t.prefetch_wide = chunk_width(col0) == kPanel;
+      }
       t.ldc = a.ldy;
       t.kc = kc;
       t.cols = std::min(width, col1 - c0);
       t.init = a.bias ? a.bias + c0 : nullptr;
       t.accumulate = k0 > 0;
+      // The row tiles share the next block's rows between them: tile i asks for rows
+      // i·kc/T … (i+1)·kc/T − 1, one every T steps, so the requests span the whole block.
+      const std::size_t row_tiles = ceil_div(rows, mr);
+      const float* next_block = t.prefetch;
+      t.prefetch_every = row_tiles;
       for (std::size_t i0 = 0; i0 < rows; i0 += mr) {
-        t.a = pa + (i0 / mr) * mr * kc;
+        if (next_block) t.prefetch = next_block + (i0 / mr) * ceil_div(kc, row_tiles) * kPanel;
+        if (source == ASource::kInPlace) {
+          t.a = a.x + (r0 + i0) * a.ldx + k0;
+          t.lda = a.ldx;
+        } else {
+          t.a = packed_a.data() + (i0 / mr) * mr * kc;
+        }
         t.c = a.y + (r0 + i0) * a.ldy + c0;
         t.rows = std::min(mr, rows - i0);
         kern.tile(t);
       }
-      c0 += width;
     }
   }
   if (a.act != Activation::kNone)
@@ -127,32 +165,13 @@ void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
   const std::size_t threads = work < kSerialWork ? 1 : pool.size();
   const Blocking blk = choose_blocking(a.m, a.w->n(), a.w->k(), kern.mr, threads);
   const std::size_t tasks = blk.row_tasks * blk.unit_tasks;
+  const ASource source = blk.row_tasks == 1 ? ASource::kInPlace : ASource::kPackPerTask;
   if (threads == 1) {
-    for (std::size_t t = 0; t < tasks; ++t) run_task(a, kern, blk, t, nullptr);
+    for (std::size_t t = 0; t < tasks; ++t) run_task(a, kern, blk, t, source);
     return;
   }
-  // A short batch is one row block that every task would pack again: pack it once, together,
-  // as (depth pass, micro-panel) pieces laid out pass after pass.
-  const float* shared_a = nullptr;
-  thread_local std::vector<float> shared;
-  if (blk.row_tasks == 1 && tasks > 1) {
-    const std::size_t mr = kern.mr, rows_pad = ceil_div(a.m, mr) * mr, k = a.w->k();
-    const std::size_t passes = ceil_div(std::max<std::size_t>(k, 1), blk.kc);
-    const std::size_t panels = rows_pad / mr;
-    shared.resize(rows_pad * std::max<std::size_t>(k, 1));
-    float* dst = shared.data();  // a thread_local named inside the lambda would be the worker's
-    pool.parallel_for(passes * panels, 1, [&](std::size_t p0, std::size_t p1) {
-      for (std::size_t p = p0; p < p1; ++p) {
-        const std::size_t k0 = (p / panels) * blk.kc, i0 = (p % panels) * mr;
-        const std::size_t kc = std::min(blk.kc, k - std::min(k0, k));
-        pack_rows(a, i0, std::min(mr, a.m - i0), k0, kc, mr,
-                  dst + k0 * rows_pad + i0 * kc);
-      }
-    });
-    shared_a = dst;
-  }
   pool.parallel_for(tasks, 1, [&](std::size_t t0, std::size_t t1) {
-    for (std::size_t t = t0; t < t1; ++t) run_task(a, kern, blk, t, shared_a);
+    for (std::size_t t = t0; t < t1; ++t) run_task(a, kern, blk, t, source);
   });
 }
 
@@ -171,16 +190,20 @@ PackedWeight::PackedWeight(const float* w, std::size_t n, std::size_t k)
 #ifdef MADV_HUGEPAGE
   if (align == kHugePage) madvise(data_.get(), bytes, MADV_HUGEPAGE);  // a hint; failure is fine
 #endif
-  float* d = data_.get();
-  for (std::size_t p = 0; p < panels_; ++p) {
-    float* panel = d + p * k * kPanel;
+  pack_panels(w, k, n, k, data_.get());
+}
+
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void pack_panels(
+    const float* src, std::size_t ld, std::size_t count, std::size_t width, float* dst) {
+  for (std::size_t p = 0; p < ceil_div(count, kPanel); ++p) {
+    float* panel = dst + p * width * kPanel;
     for (std::size_t j = 0; j < kPanel; ++j) {
-      const std::size_t col = p * kPanel + j;
-      if (col < n) {
-        const float* row = w + col * k;
-        for (std::size_t kk = 0; kk < k; ++kk) panel[kk * kPanel + j] = row[kk];
+      const std::size_t row = p * kPanel + j;
+      if (row < count) {
+        const float* s = src + row * ld;
+        for (std::size_t d = 0; d < width; ++d) panel[d * kPanel + j] = s[d];
       } else {
-        for (std::size_t kk = 0; kk < k; ++kk) panel[kk * kPanel + j] = 0.0f;
+        for (std::size_t d = 0; d < width; ++d) panel[d * kPanel + j] = 0.0f;
       }
     }
   }
