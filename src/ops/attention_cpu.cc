@@ -9,6 +9,7 @@
 #include "ops/aligned_buffer.h"
 #include "ops/attention.h"
 #include "ops/gemm_kernel.h"
+#include "ops/gemm_packed.h"
 #include "ops/vec_math.h"
 
 namespace il::ops {
@@ -72,24 +73,6 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
     for (std::size_t r = 0; r < count; ++r) {
       const float* v = src + r * ld + c0;
       for (std::size_t c = 0; c < kPanel; ++c) panel[r * kPanel + c] = c < cols ? v[c] : 0.0f;
-    }
-  }
-}
-
-// The transpose: panel p holds vectors p*32 … p*32+31 as columns, one row per element
-// (Kᵀ, depth = head_dim).
-[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void pack_key_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width,
-                     float* dst) {
-  for (std::size_t p = 0; p < ceil_div(count, kPanel); ++p) {
-    float* panel = dst + p * width * kPanel;
-    for (std::size_t j = 0; j < kPanel; ++j) {
-      const std::size_t key = p * kPanel + j;
-      if (key < count) {
-        const float* k = src + key * ld;
-        for (std::size_t d = 0; d < width; ++d) panel[d * kPanel + j] = k[d];
-      } else {
-        for (std::size_t d = 0; d < width; ++d) panel[d * kPanel + j] = 0.0f;
-      }
     }
   }
 }
@@ -184,7 +167,7 @@ void run_task(const AttentionArgs& a, const Task& t, Scratch& sc, const gemm_ker
 
   const float* k0 = a.k + (start + klo) * a.ldk + kvh * hd;
   const float* v0 = a.v + (start + klo) * a.ldv + kvh * hd;
-  pack_key_panels(k0, a.ldk, nk, hd, keys);
+  pack_panels(k0, a.ldk, nk, hd, keys);  // Kᵀ: one panel column per key, depth head_dim
   pack_micro_panels(a.q + (start + t.row0) * a.ldq + t.head * hd, a.ldq, t.rows, hd, mr, a.scale,
                     queries);
   tile_product(kern, queries, t.rows, keys, nk, hd, scores, ld_scores);

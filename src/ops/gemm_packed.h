@@ -37,6 +37,12 @@ class PackedWeight {
   std::unique_ptr<float[], Free> data_;
 };
 
+// The panel layout itself, for any operand that feeds the tile kernels as B: rows 0 … count-1 of
+// src (ld floats apart, `width` floats each) become ceil(count / 32) panels of width × 32 floats,
+// row j of src as column j % 32 of panel j / 32, columns past `count` zero. PackedWeight packs
+// a weight this way once; attention packs each block of keys this way per call.
+void pack_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width, float* dst);
+
 struct PackedGemmArgs {
   const float* x = nullptr;
   std::size_t ldx = 0;
