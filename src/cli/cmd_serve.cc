@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli_common.h"
+#include "server/allocator.h"
 #include "server/server.h"
 
 namespace il::cli {
@@ -69,6 +70,7 @@ std::unique_ptr<Engine> load_serving_engine(const server::ServeOptions& o) {
 void run_serve(const server::ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be between 0 and 65535");
   const sigset_t stop_signals = block_stop_signals();
+  server::tune_allocator_for_serving();
   server::Server srv(o, load_serving_engine(o));
   const int port = srv.bind();
   std::printf("listening on http://%s:%d\n", o.host.c_str(), port);
