@@ -1,6 +1,7 @@
 // A bounded loopback load test of `inferencelayer serve`: starts the server on a free port,
 // warms it up, then fires concurrent mixed requests for a fixed time and reports throughput,
-// p50 / p99 latency per route, answers by status, and the server's RSS before and after.
+// p50 / p99 latency per route, answers by status, and the server's RSS before and after, with
+// every 5 s where it lies (malloc heap / arenas, thread stacks, other) and the thread count.
 // It stops by itself (--seconds), talks to 127.0.0.1 only, and needs nothing but Node 18+.
 //
 //   node bench/load_test.mjs --bin build/inferencelayer --model DIR [--seconds 20]
@@ -42,6 +43,34 @@ function parseArgs(argv) {
 function rssKiB(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : NaN;
+}
+
+// Where the server's resident memory is, to tell which part grows (a plateau or a leak, and of
+// what): the main malloc heap, the other malloc arenas (their heaps start 64 MiB-aligned),
+// thread stacks (8 MiB anonymous mappings), other anonymous memory (weights, large blocks),
+// files; plus the number of threads. From /proc/PID/smaps (Linux), in MiB.
+function memoryBreakdown(pid) {
+  const parts = { heap: 0, arenas: 0, stacks: 0, anon: 0, files: 0 };
+  let kind = null;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (m) {
+      const start = BigInt(`0x${m[1]}`), size = BigInt(`0x${m[2]}`) - start, path = m[3];
+      if (path === '[heap]') kind = 'heap';
+      else if (path.startsWith('/')) kind = 'files';
+      else if (path) kind = null;  // [stack], [vdso], ...
+      else if (start % (64n << 20n) === 0n) kind = 'arenas';
+      else if (size === 8n << 20n || size === (8n << 20n) - 4096n) kind = 'stacks';
+      else kind = 'anon';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && kind) parts[kind] += Number(rss[1]);
+  }
+  const out = {};
+  for (const [k, v] of Object.entries(parts)) out[k] = Math.round(v / 102.4) / 10;
+  out.threads = Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+  return out;
 }
 
 const WORDS = ('the quick brown fox jumps over a lazy dog while searching for relevant documents about ' +
@@ -146,7 +175,11 @@ async function run(o) {
   const results = [];
   // RSS every 5 s of the run, to tell a plateau from a leak.
   const rssSamples = [];
-  const sampler = setInterval(() => rssSamples.push(Math.round(rssKiB(child.pid) / 102.4) / 10), 5000);
+  const memorySamples = [memoryBreakdown(child.pid)];  // after warm-up, then every 5 s
+  const sampler = setInterval(() => {
+    rssSamples.push(Math.round(rssKiB(child.pid) / 102.4) / 10);
+    memorySamples.push(memoryBreakdown(child.pid));
+  }, 5000);
   const deadline = Date.now() + o.seconds * 1000;
   const t0 = process.hrtime.bigint();
   await Promise.all(Array.from({ length: o.concurrency }, async () => {
@@ -177,7 +210,7 @@ async function run(o) {
     model: info.model_id, kind, mix: o.mix, concurrency: o.concurrency, seconds: wall,
     requests: results.length, rps: results.length / wall, p50_ms: percentile(all, 50), p99_ms: percentile(all, 99),
     statuses: Object.fromEntries(byStatus), errors, rss_before_mib: rssBefore / 1024, rss_after_mib: rssAfter / 1024,
-    rss_every_5s_mib: rssSamples, server_exit: exitCode,
+    rss_every_5s_mib: rssSamples, memory_every_5s_mib: memorySamples, server_exit: exitCode,
   };
   if (o.markdown) {
     console.log(`model ${info.model_id} (${kind}), mix ${o.mix}, ${o.concurrency} concurrent clients, ${wall.toFixed(1)} s`);
@@ -186,6 +219,9 @@ async function run(o) {
     console.log(`\nstatuses: ${JSON.stringify(summary.statuses)}; errors (not 2xx, not 429): ${errors}; ` +
       `server RSS ${summary.rss_before_mib.toFixed(1)} MiB after warm-up → ${summary.rss_after_mib.toFixed(1)} MiB after the run; ` +
       `exit status after SIGTERM: ${exitCode}; RSS every 5 s (MiB): ${rssSamples.join(', ')}`);
+    console.log('\n| s | threads | heap | arenas | stacks | other anon | files (MiB) |\n| --- | --- | --- | --- | --- | --- | --- |');
+    memorySamples.forEach((m, i) =>
+      console.log(`| ${i * 5} | ${m.threads} | ${m.heap} | ${m.arenas} | ${m.stacks} | ${m.anon} | ${m.files} |`));
   }
   console.log(JSON.stringify(summary));
   return errors === 0 && exitCode === 0;
