@@ -39,5 +39,20 @@ TEST(ThreadPool, ManyJobsInARow) {
   EXPECT_EQ(sum.load(), 2000L * 64);
 }
 
+// Many tiny jobs on more threads than this machine has cores: workers are often descheduled and
+// arrive after their job was finished by others (and a new one published). Each must then do
+// nothing: every index of every job runs exactly once, inside its own job.
+TEST(ThreadPool, LateWorkersNeverTouchAFinishedJob) {
+  ThreadPool pool(8);
+  for (int j = 0; j < 20000; ++j) {
+    const std::size_t n = 2 + static_cast<std::size_t>(j % 5);
+    std::vector<std::atomic<int>> hits(n);
+    pool.parallel_for(n, 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "job " << j << " index " << i;
+  }
+}
+
 }  // namespace
 }  // namespace il
