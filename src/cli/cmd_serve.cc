@@ -36,6 +36,7 @@ sigset_t block_stop_signals() {
 EngineOptions engine_options(const server::ServeOptions& o) {
   EngineOptions options;
   options.device = o.device;
+  options.dtype = o.dtype;
   options.max_batch_tokens = o.max_batch_tokens;
   options.threads = o.threads;
   return options;
@@ -130,6 +131,8 @@ Command add_serve_command(CLI::App& app) {
                 "Truncate over-long inputs when a request does not say (default: refuse them with 422)")
       ->envname("IL_AUTO_TRUNCATE");
   cmd->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str()->envname("IL_DEVICE");
+  cmd->add_option("--dtype", o->dtype, "Compute precision: f32, f16, bf16 (CUDA only) or auto")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}))->envname("IL_DTYPE");
   cmd->add_option("--threads", o->threads, "Compute threads (0 = one per hardware thread)")
       ->capture_default_str()->envname("IL_THREADS");
   cmd->add_option("--tokenization-workers", o->tokenization_workers, "Tokenizer threads (0 = one per hardware thread)")

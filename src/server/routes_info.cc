@@ -27,7 +27,7 @@ void info(Context& ctx, const httplib::Request&, httplib::Response& res, Timings
   const ServeOptions& o = ctx.options;
   json out{{"model_id", ctx.model_name},
            {"model_sha", nullptr},
-           {"model_dtype", "float32"},
+           {"model_dtype", m.compute_dtype == "f16" ? "float16" : m.compute_dtype == "bf16" ? "bfloat16" : "float32"},
            {"model_type", model_type(m)},
            {"max_concurrent_requests", o.max_concurrent_requests},
            {"max_input_length", m.max_tokens},
@@ -39,7 +39,7 @@ void info(Context& ctx, const httplib::Request&, httplib::Response& res, Timings
            {"version", "0.1.0"},
            {"sha", nullptr},
            {"docker_label", nullptr},
-           {"device", o.device},
+           {"device", m.backend},
            {"hidden_size", m.hidden},
            {"output_dim", m.output_dim},
            {"prompts", m.prompts}};

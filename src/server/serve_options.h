@@ -20,6 +20,7 @@ struct ServeOptions {
   std::size_t payload_limit = 2'000'000;     // request body bytes; over this: 413
   bool auto_truncate = false;                // default of the `truncate` request field
   std::string device = "auto";
+  std::string dtype = "auto";                // f32, f16, bf16 or auto (see EngineOptions)
   std::size_t threads = 0;                   // compute threads, 0 = one per hardware thread
   std::size_t tokenization_workers = 0;      // 0 = one per hardware thread
   std::string served_model_name;             // default: the folder name

@@ -128,7 +128,7 @@ struct Server::Impl final : Router {
     try {
       handler(req, res, timings);
       if (res.status == -1) res.status = 200;  // httplib would fill it in only after us
-      set_timing_headers(res, timings, options.device);
+      set_timing_headers(res, timings, engine->info().backend);
     } catch (const ApiError& e) {
       send_error(res, e.status(), e.type(), e.what());
     } catch (const std::bad_alloc&) {
