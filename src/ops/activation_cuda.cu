@@ -1,8 +1,7 @@
 // The GEMM epilogue kernel: bias and activation over a strided row window, for the activations
-// cuBLASLt does not fuse exactly. cuBLASLt's GELU epilogue is the tanh approximation, so the
-// erf GELU (BERT's "gelu") always runs here; both GELUs match ops/activation.h. Math in f32.
-#include <cmath>
+// cuBLASLt does not fuse exactly (see ops/activation_cuda.cuh). Math in f32.
 
+#include "ops/activation_cuda.cuh"
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/ops_cuda.h"
@@ -10,40 +9,33 @@
 namespace il::ops {
 namespace {
 
-__device__ __forceinline__ float gelu_erf_d(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
-
-__device__ __forceinline__ float gelu_tanh_d(float v) {
-  float a = 0.7978845608028654f * (v + 0.044715f * v * v * v);
-  a = fminf(20.0f, fmaxf(-20.0f, a));  // as the CPU op: tanh is ±1 well before ±20
-  return 0.5f * v * (1.0f + tanhf(a));
-}
-
-template <Activation A>
-__device__ __forceinline__ float activate(float v) {
-  if constexpr (A == Activation::kNone) return v;
-  if constexpr (A == Activation::kGeluErf) return gelu_erf_d(v);
-  if constexpr (A == Activation::kGeluTanh) return gelu_tanh_d(v);
-  if constexpr (A == Activation::kSilu) return v / (1.0f + expf(-v));
-  if constexpr (A == Activation::kRelu) return v > 0.0f ? v : 0.0f;
-  if constexpr (A == Activation::kTanh) return tanhf(v);
-  return v;
-}
-
-// One block per row (no index division per element); threads stride over the columns.
+// Block (row, chunk of kUnroll · blockDim columns): each thread loads its kUnroll values and
+// biases first, then computes and stores them, so the loads of a thread overlap (y and bias
+// never alias; __restrict__ lets the compiler issue them together).
+constexpr int kUnroll = 4;
 template <Activation A, typename T>
-__global__ void bias_activation_kernel(T* y, std::size_t ldy, int cols, const T* bias) {
+__global__ void bias_activation_kernel(T* __restrict__ y, std::size_t ldy, int cols, const T* __restrict__ bias) {
   T* row = y + blockIdx.x * ldy;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = bias ? elem::load(row + c) + elem::load(bias + c) : elem::load(row + c);
-    elem::store(row + c, activate<A>(v));
+  const int c0 = static_cast<int>(blockIdx.y * blockDim.x) * kUnroll + static_cast<int>(threadIdx.x);
+  float v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int c = c0 + u * static_cast<int>(blockDim.x);
+    v[u] = c < cols ? elem::load(row + c) : 0.0f;
+    if (bias && c < cols) v[u] += elem::load(bias + c);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int c = c0 + u * static_cast<int>(blockDim.x);
+    if (c < cols) elem::store(row + c, act::activate<A>(v[u]));
   }
 }
 
 template <Activation A, typename T>
 void launch(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* bias, cudaStream_t stream) {
-  const unsigned threads = cols >= 1024 ? 256 : 128;
-  bias_activation_kernel<A, T><<<static_cast<unsigned>(rows), threads, 0, stream>>>(y, ldy, static_cast<int>(cols),
-                                                                                   bias);
+  constexpr unsigned kThreads = 128;
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((cols + kThreads * kUnroll - 1) / (kThreads * kUnroll)));
+  bias_activation_kernel<A, T><<<grid, kThreads, 0, stream>>>(y, ldy, static_cast<int>(cols), bias);
   IL_CUDA_CHECK_LAUNCH();
 }
 

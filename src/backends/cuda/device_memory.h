@@ -11,15 +11,24 @@
 
 namespace il::cuda {
 
-class DeviceMemory {
+namespace detail {
+
+inline cudaError_t device_alloc(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+inline cudaError_t pinned_alloc(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
+
+// One allocation of `bytes` through Alloc, released through Free (whose error cannot be acted on
+// in a destructor, so it is ignored).
+template <cudaError_t (*Alloc)(void**, std::size_t), cudaError_t (*Free)(void*)>
+class CudaAllocation {
  public:
-  DeviceMemory() = default;
-  explicit DeviceMemory(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) IL_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  CudaAllocation() = default;
+  explicit CudaAllocation(std::size_t bytes) : bytes_(bytes) {
+    if (bytes > 0) IL_CUDA_CHECK(Alloc(&ptr_, bytes));
   }
-  ~DeviceMemory() { reset(); }
-  DeviceMemory(DeviceMemory&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceMemory& operator=(DeviceMemory&& o) noexcept {
+  ~CudaAllocation() { reset(); }
+  CudaAllocation(CudaAllocation&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  CudaAllocation& operator=(CudaAllocation&& o) noexcept {
     if (this != &o) {
       reset();
       ptr_ = std::exchange(o.ptr_, nullptr);
@@ -32,7 +41,7 @@ class DeviceMemory {
 
  private:
   void reset() {
-    if (ptr_) cudaFree(ptr_);  // errors here cannot be acted on (destructor)
+    if (ptr_) Free(ptr_);
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -40,34 +49,10 @@ class DeviceMemory {
   std::size_t bytes_ = 0;
 };
 
-class PinnedMemory {
- public:
-  PinnedMemory() = default;
-  explicit PinnedMemory(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) IL_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
-  }
-  ~PinnedMemory() { reset(); }
-  PinnedMemory(PinnedMemory&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  PinnedMemory& operator=(PinnedMemory&& o) noexcept {
-    if (this != &o) {
-      reset();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  std::byte* get() const { return static_cast<std::byte*>(ptr_); }
-  std::size_t bytes() const { return bytes_; }
+}  // namespace detail
 
- private:
-  void reset() {
-    if (ptr_) cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
+using DeviceMemory = detail::CudaAllocation<detail::device_alloc, cudaFree>;
+using PinnedMemory = detail::CudaAllocation<detail::pinned_alloc, cudaFreeHost>;
 
 // Carves 256-byte-aligned pieces out of one allocation (cuBLASLt's preferred alignment).
 inline std::size_t aligned_bytes(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
