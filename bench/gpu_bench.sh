@@ -6,7 +6,8 @@
 # points 1x16, 32x128, 128x256 and a mixed batch of $MIXED (B:min:max lengths, fixed seeds; PyTorch
 # pads it to the longest, we do not), records device memory (ours: the executor's allocation,
 # printed with IL_CUDA_MEMORY=1; torch: max_memory_allocated), and prints the ratio table
-# (bench/gpu_compare.py). Logs and JSON lines go under $OUT (default ./out/bench).
+# (bench/gpu_compare.py). Logs and JSON lines go under $OUT (default ./out/bench), and all of them
+# again in $OUT/bench-logs.tgz.
 # Knobs: ITERS (ours, default 50), TORCH_ITERS (default 10), DTYPES (default "f32 f16").
 set -uo pipefail
 bin=${1:?usage: bench/gpu_bench.sh BIN_DIR [CONFIG...]}
@@ -44,3 +45,5 @@ for cfg in "${configs[@]}"; do
   done
 done
 python3 bench/gpu_compare.py "$results" | tee "$out/table.md"
+# The device tool brings back a limited number of files: everything above, in one archive too.
+tar -czf "$out/../bench-logs.tgz" -C "$out" . && mv "$out/../bench-logs.tgz" "$out/bench-logs.tgz"
