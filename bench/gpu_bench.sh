@@ -46,4 +46,4 @@ for cfg in "${configs[@]}"; do
 done
 python3 bench/gpu_compare.py "$results" | tee "$out/table.md"
 # The device tool brings back a limited number of files: everything above, in one archive too.
-tar -czf "$out/../bench-logs.tgz" -C "$out" . && mv "$out/../bench-logs.tgz" "$out/bench-logs.tgz"
+archive=$(mktemp) && tar -czf "$archive" -C "$out" . && mv "$archive" "$out/bench-logs.tgz"
