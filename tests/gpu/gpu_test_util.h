@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,19 @@ inline double max_abs_finite(const float* a, const float* b, std::size_t n) {
     m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
   }
   return m;
+}
+
+// Ragged batches: the seq_starts of sequences of these lengths, and the longest of them.
+inline std::vector<int32_t> starts_of(const std::vector<int32_t>& lengths) {
+  std::vector<int32_t> s = {0};
+  for (int32_t l : lengths) s.push_back(s.back() + l);
+  return s;
+}
+
+inline std::size_t longest(const std::vector<int32_t>& lengths) {
+  int32_t m = 0;
+  for (int32_t l : lengths) m = std::max(m, l);
+  return static_cast<std::size_t>(m);
 }
 
 }  // namespace il::test

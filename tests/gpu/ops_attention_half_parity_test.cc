@@ -99,18 +99,6 @@ TEST(HalfConversion, TestEncodersRoundToNearestEven) {
     }
 }
 
-std::vector<int32_t> starts_of(const std::vector<int32_t>& lengths) {
-  std::vector<int32_t> s = {0};
-  for (int32_t l : lengths) s.push_back(s.back() + l);
-  return s;
-}
-
-std::size_t longest(const std::vector<int32_t>& lengths) {
-  int32_t m = 0;
-  for (int32_t l : lengths) m = std::max(m, l);
-  return static_cast<std::size_t>(m);
-}
-
 struct HalfCase {
   std::vector<int32_t> lengths;
   std::size_t heads, kv_heads, head_dim;

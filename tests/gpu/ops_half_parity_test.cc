@@ -32,12 +32,6 @@ class HalfOps : public ::testing::TestWithParam<DType> {
   double tol() const { return kUlps * unit_roundoff(GetParam()); }
 };
 
-std::vector<int32_t> starts_of(const std::vector<int32_t>& lengths) {
-  std::vector<int32_t> s = {0};
-  for (int32_t l : lengths) s.push_back(s.back() + l);
-  return s;
-}
-
 TEST_P(HalfOps, ConversionRoundsOnce) {
   IL_REQUIRE_GPU();
   auto x = random_vector(4097, 3, 50.0f);
