@@ -9,6 +9,7 @@
 // |i − j| ≤ w / 2.
 #include <cmath>
 
+#include "ops/attention_mask_cuda.cuh"
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/ops_cuda.h"
@@ -39,16 +40,6 @@ struct AttnParams {
   bool causal;
   int half_window;  // −1: no window
 };
-
-template <typename T>
-__device__ __forceinline__ void key_range(const AttnParams<T>& p, int i, int len, int& lo, int& hi) {
-  lo = 0;
-  hi = p.causal ? i + 1 : len;
-  if (p.half_window >= 0) {
-    lo = max(0, i - p.half_window);
-    hi = min(hi, i + p.half_window + 1);
-  }
-}
 
 // Shared memory: K and V tiles padded to D + 4 floats per key (16-byte rows for float4 reads;
 // lane j's row starts 4 banks after lane j − 1's, so a quarter warp's float4 reads hit distinct

@@ -23,6 +23,7 @@
 
 #include "core/error.h"
 #include "ops/attention_half_cuda.h"
+#include "ops/attention_mask_cuda.cuh"
 #include "ops/check_cuda.h"
 
 namespace il::ops {
@@ -209,15 +210,6 @@ __device__ __forceinline__ void stage(uint16_t* dst, const uint16_t* g, std::siz
       const int r = idx / D, d = idx % D;
       dst[r * kStride + d] = r < valid && d < hd ? g[static_cast<std::size_t>(r) * ld + d] : uint16_t{0};
     }
-  }
-}
-
-__device__ __forceinline__ void key_range(const Params& p, int i, int len, int& lo, int& hi) {
-  lo = 0;
-  hi = p.causal ? i + 1 : len;
-  if (p.half_window >= 0) {
-    lo = max(0, i - p.half_window);
-    hi = min(hi, i + p.half_window + 1);
   }
 }
 
