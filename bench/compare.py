@@ -9,14 +9,20 @@ def key(r):
     return (r["model"], r.get("device", "cpu"), r["threads"], r["batch"], r["len"])
 
 
-def main():
+def read_json_lines(paths):
+    """Every JSON object line of the files (or stdin for "-" or no path); other lines skipped."""
     rows = []
-    for path in sys.argv[1:] or ["-"]:
+    for path in paths or ["-"]:
         stream = sys.stdin if path == "-" else open(path)
         for line in stream:
             line = line.strip()
             if line.startswith("{"):
                 rows.append(json.loads(line))
+    return rows
+
+
+def main():
+    rows = read_json_lines(sys.argv[1:])
     rows = [r for r in rows if "impl" in r]  # skip environment lines (torch_bench prints one)
     ours = {key(r): r for r in rows if r["impl"] == "inferencelayer"}
     torch = {}

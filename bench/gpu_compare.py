@@ -4,8 +4,9 @@ the memory records of bench/gpu_bench.sh (one JSONL file or stdin) by model, pre
 f32 ↔ torch fp32, f16 ↔ fp16, bf16 ↔ bf16) and point. Fixed points compare p50 latency of the
 same batch shape; the mixed point compares throughput in real tokens per second, since the two
 harnesses draw their lengths from the same range with different generators (and PyTorch pads)."""
-import json
 import sys
+
+from compare import read_json_lines  # bench/ is on the path: it holds this script
 
 TORCH = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
 
@@ -15,13 +16,7 @@ def point(r):
 
 
 def main():
-    rows = []
-    for path in sys.argv[1:] or ["-"]:
-        stream = sys.stdin if path == "-" else open(path)
-        for line in stream:
-            line = line.strip()
-            if line.startswith("{"):
-                rows.append(json.loads(line))
+    rows = read_json_lines(sys.argv[1:])
     mem = {(r["model"], r["dtype"]): r["mib"] for r in rows if r.get("memory") == "ours"}
     torch = {(r["model"], r["dtype"], point(r)): r for r in rows if r.get("impl") == "torch" and "p50_ms" in r}
     print("| model | dtype | point | ours p50 ms | ours tok/s | PyTorch SDPA p50 ms | PyTorch tok/s | speed-up | "
