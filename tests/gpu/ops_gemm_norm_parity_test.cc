@@ -82,18 +82,24 @@ TEST(GpuGemm, FallbackKernelMatchesCpu) {
 TEST(GpuBiasActivation, MatchesCpuActivations) {
   IL_REQUIRE_GPU();
   // Wide inputs (scale 4) reach the tails of every activation, where approximations differ most.
-  const std::size_t rows = 97, cols = 33, ld = 40;
-  const auto y0 = random_vector(rows * ld, 5, 4.0f);
-  const auto bias = random_vector(cols, 6, 1.0f);
-  DeviceArray<float> dbias(bias);
-  for (Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kSilu, Activation::kRelu,
-                         Activation::kTanh}) {
-    std::vector<float> cpu = y0;
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < cols; ++c) cpu[r * ld + c] = static_cast<float>(activation_ref(act, y0[r * ld + c] + bias[c]));
-    DeviceArray<float> dy(y0);
-    ops::bias_activation_cuda(dy.get(), ld, rows, cols, dbias.get(), act, nullptr);
-    EXPECT_LE(rel_error(dy.download(), cpu), kTol) << activation_name(act);
+  // 33 columns in rows of 40 take the scalar kernel; 1000 and 3072 in dense rows the vector one.
+  struct Layout {
+    std::size_t rows, cols, ld;
+  };
+  for (const Layout& s : {Layout{97, 33, 40}, Layout{97, 1000, 1000}, Layout{7, 3072, 3072}, Layout{1, 4, 4}}) {
+    const auto y0 = random_vector(s.rows * s.ld, 5, 4.0f);
+    const auto bias = random_vector(s.cols, 6, 1.0f);
+    DeviceArray<float> dbias(bias);
+    for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh, Activation::kSilu,
+                           Activation::kRelu, Activation::kTanh}) {
+      std::vector<float> cpu = y0;
+      for (std::size_t r = 0; r < s.rows; ++r)
+        for (std::size_t c = 0; c < s.cols; ++c)
+          cpu[r * s.ld + c] = static_cast<float>(activation_ref(act, y0[r * s.ld + c] + bias[c]));
+      DeviceArray<float> dy(y0);
+      ops::bias_activation_cuda(dy.get(), s.ld, s.rows, s.cols, dbias.get(), act, nullptr);
+      EXPECT_LE(rel_error(dy.download(), cpu), kTol) << activation_name(act) << " cols=" << s.cols;
+    }
   }
 }
 
@@ -125,6 +131,36 @@ TEST(GpuLayerNorm, MatchesCpuWithResidualBiasRmsAndStrides) {
                               nullptr);
           const auto out_gpu = dout.download();
           EXPECT_LE(rel_error(out_gpu, out_cpu), kTol)
+              << "rows=" << rows << " cols=" << cols << " rms=" << rms << " residual=" << residual;
+        }
+}
+
+// Dense rows of a multiple of 4 columns take the warp-per-row vector kernel up to 1024 f32
+// columns and the block kernel beyond: both, with and without residual and bias.
+TEST(GpuLayerNorm, DenseRowsMatchCpuOnBothKernels) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  uint32_t seed = 300;
+  for (std::size_t cols : {4, 96, 132, 384, 768, 1024, 1028, 4096})
+    for (std::size_t rows : kRows)
+      for (bool rms : {false, true})
+        for (bool residual : {false, true}) {
+          auto x = random_vector(rows * cols, seed++, 3.0f);
+          for (float& v : x) v += 2.0f;
+          const auto res = random_vector(rows * cols, seed++, 1.0f);
+          auto w = random_vector(cols, seed++, 0.3f);
+          for (float& v : w) v += 1.0f;
+          const auto b = random_vector(cols, seed++, 0.3f);
+          std::vector<float> out_cpu(rows * cols, kSentinel);
+          ops::layernorm_cpu({x.data(), cols, residual ? res.data() : nullptr, cols, w.data(), rms ? nullptr : b.data(),
+                              out_cpu.data(), cols, rows, cols, 1e-5f, rms},
+                             pool);
+          DeviceArray<float> dx(x), dres(res), dw(w), db(b);
+          DeviceArray<float> dout(std::vector<float>(rows * cols, kSentinel));
+          ops::layernorm_cuda({dx.get(), cols, residual ? dres.get() : nullptr, cols, dw.get(),
+                               rms ? nullptr : db.get(), dout.get(), cols, rows, cols, 1e-5f, rms},
+                              nullptr);
+          EXPECT_LE(rel_error(dout.download(), out_cpu), kTol)
               << "rows=" << rows << " cols=" << cols << " rms=" << rms << " residual=" << residual;
         }
 }

@@ -100,28 +100,32 @@ TEST_P(HalfOps, LayerNormMatchesCpuWithResidualAndAliasing) {
   const DType t = GetParam();
   ThreadPool pool(0);
   uint32_t seed = 100;
-  for (std::size_t cols : {1, 7, 97, 384, 768, 1024, 1025})
+  // Windows at odd offsets take the block kernel; dense rows of a multiple of 8 columns the
+  // warp-per-row vector kernel up to 2048 columns (the block kernel beyond).
+  for (std::size_t cols : {1, 7, 97, 384, 768, 1024, 1025, 2048, 2056})
     for (std::size_t rows : kRows)
-      for (bool rms : {false, true}) {
-        const std::size_t ldx = cols + 3, ldr = cols + 1;
-        auto xv = random_vector(rows * ldx, seed++, 3.0f);
-        for (float& v : xv) v += 2.0f;  // an offset mean, so centring matters
-        const HalfArray x(xv, t), res(random_vector(rows * ldr, seed++, 1.0f), t);
-        auto w = random_vector(cols, seed++, 0.3f);
-        for (float& v : w) v += 1.0f;
-        const auto b = random_vector(cols, seed++, 0.3f);
-        // Out written over the residual (the executor's residual stream does this).
-        std::vector<float> cpu = res.rounded();
-        ops::layernorm_cpu({x.rounded().data() + 1, ldx, cpu.data(), ldr, w.data(), rms ? nullptr : b.data(),
-                            cpu.data(), ldr, rows, cols, 1e-5f, rms},
-                           pool);
-        DeviceArray<float> dw(w), db(b);
-        ops::layernorm_cuda({x.as_float(1), ldx, res.as_float(), ldr, dw.get(), rms ? nullptr : db.get(), res.as_float(),
-                             ldr, rows, cols, 1e-5f, rms},
-                            nullptr, t);
-        EXPECT_LE(rel_error(res.download(), cpu), tol())
-            << type_name(t) << " rows=" << rows << " cols=" << cols << " rms=" << rms;
-      }
+      for (bool rms : {false, true})
+        for (bool dense : {false, true}) {
+          if (dense && cols % 8 != 0) continue;
+          const std::size_t ldx = dense ? cols : cols + 3, ldr = dense ? cols : cols + 1, x_off = dense ? 0 : 1;
+          auto xv = random_vector(rows * ldx, seed++, 3.0f);
+          for (float& v : xv) v += 2.0f;  // an offset mean, so centring matters
+          const HalfArray x(xv, t), res(random_vector(rows * ldr, seed++, 1.0f), t);
+          auto w = random_vector(cols, seed++, 0.3f);
+          for (float& v : w) v += 1.0f;
+          const auto b = random_vector(cols, seed++, 0.3f);
+          // Out written over the residual (the executor's residual stream does this).
+          std::vector<float> cpu = res.rounded();
+          ops::layernorm_cpu({x.rounded().data() + x_off, ldx, cpu.data(), ldr, w.data(), rms ? nullptr : b.data(),
+                              cpu.data(), ldr, rows, cols, 1e-5f, rms},
+                             pool);
+          DeviceArray<float> dw(w), db(b);
+          ops::layernorm_cuda({x.as_float(x_off), ldx, res.as_float(), ldr, dw.get(), rms ? nullptr : db.get(), res.as_float(),
+                               ldr, rows, cols, 1e-5f, rms},
+                              nullptr, t);
+          EXPECT_LE(rel_error(res.download(), cpu), tol())
+              << type_name(t) << " rows=" << rows << " cols=" << cols << " rms=" << rms << " dense=" << dense;
+        }
 }
 
 struct AttnCase {
