@@ -25,6 +25,7 @@
 #include "ops/attention_half_cuda.h"
 #include "ops/attention_mask_cuda.cuh"
 #include "ops/check_cuda.h"
+#include "ops/mma_cuda.cuh"
 
 namespace il::ops {
 namespace {
@@ -121,10 +122,7 @@ struct Elem<__half> {
     return r;
   }
   static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    tc::mma_m16n8k16<__half>(c, a, b0, b1);
   }
 };
 
@@ -156,10 +154,7 @@ struct Elem<__nv_bfloat16> {
     return r;
   }
   static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    tc::mma_m16n8k16<__nv_bfloat16>(c, a, b0, b1);
   }
 };
 

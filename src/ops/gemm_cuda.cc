@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "ops/check_cuda.h"
@@ -45,6 +47,8 @@ cublasLtEpilogue_t epilogue_for(bool bias, Activation act) {
 }  // namespace
 
 CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+  const char* skinny = std::getenv("IL_GEMM_SKINNY");
+  skinny_ = skinny == nullptr || std::string(skinny) != "0";
   IL_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) IL_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -228,6 +232,7 @@ void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
   check(a.ldx >= a.k && a.ldy >= a.n, "gemm (CUDA): row stride smaller than the row (ldx ", a.ldx,
         ", k ", a.k, ", ldy ", a.ldy, ", n ", a.n, ")");
   if (a.m == 0) return;
+  if (skinny_ && skinny_gemm_applies(a)) return skinny_gemm_cuda(a, stream);
   const Key key = key_for(a);
   Shape& s = shape_for(key, a);
   if (s.fallback) {

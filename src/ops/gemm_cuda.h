@@ -33,6 +33,13 @@ struct GemmCudaArgs {
   DType type = DType::kF32;  // of x, w, bias and y (strides in elements)
 };
 
+// The GEMM for at most kSkinnyMaxRows rows (ops/gemm_skinny_cuda.cu): bias and every activation
+// fused, weight bytes read once. It applies when x's rows and W split into aligned 16-byte
+// vectors; CublasLtGemm::run takes it for such shapes unless IL_GEMM_SKINNY=0.
+inline constexpr std::size_t kSkinnyMaxRows = 16;
+bool skinny_gemm_applies(const GemmCudaArgs& a);
+void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream);
+
 // One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
 // allocated once, and per shape the descriptors and the algorithm picked: the heuristic offers up
 // to kCandidates, the first run of the shape times them and keeps the fastest (see tune()), so a
@@ -74,6 +81,7 @@ class CublasLtGemm {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  bool skinny_ = true;  // few-row shapes take skinny_gemm_cuda (IL_GEMM_SKINNY=0: never)
   std::map<Key, Shape> shapes_;
   cudaEvent_t tune_start_ = nullptr, tune_end_ = nullptr;
 };

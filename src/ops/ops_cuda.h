@@ -56,6 +56,10 @@ void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream, DType type = DType::
 void bias_activation_cuda(void* y, std::size_t ldy, std::size_t rows, std::size_t cols, const void* bias,
                           Activation act, cudaStream_t stream, DType type = DType::kF32);
 
+// Keeps the stream busy for about `microseconds` (one thread sleeping on the global timer), so
+// launches enqueued behind it start back to back: the profiler's way to time device work alone.
+void hold_stream_cuda(double microseconds, cudaStream_t stream);
+
 // y[m, n] = x[m, k] · W[n, k]ᵀ without epilogue, by a plain tiled kernel (f32 accumulation): the
 // GEMM's fallback where cuBLASLt offers no algorithm (see ops/gemm_cuda.h). `type`: x, w and y.
 void gemm_fallback_cuda(const void* x, std::size_t ldx, const void* w, std::size_t n, std::size_t k, void* y,

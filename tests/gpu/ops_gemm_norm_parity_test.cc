@@ -79,6 +79,44 @@ TEST(GpuGemm, FallbackKernelMatchesCpu) {
     }
 }
 
+// The few-row kernel (m ≤ kSkinnyMaxRows, vector-aligned x and W), called directly and through
+// CublasLtGemm::run, at row counts around its instantiations (1, 2, 4, 8, 16), column counts
+// that leave partial blocks, every activation, with and without bias, y a strided window.
+TEST(GpuGemm, SkinnyKernelMatchesCpuForFewRows) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  ops::CublasLtGemm gemm;
+  uint32_t seed = 500;
+  for (const GemmShape sh : {GemmShape{4, 1}, GemmShape{96, 3}, GemmShape{768, 257}, GemmShape{3072, 768}}) {
+    const auto w = random_vector(sh.n * sh.k, seed++, 0.2f);
+    const auto bias = random_vector(sh.n, seed++, 0.5f);
+    const ops::PackedWeight packed(w.data(), sh.n, sh.k);
+    DeviceArray<float> dw(w), dbias(bias);
+    for (std::size_t m : {1, 2, 3, 5, 8, 9, 16}) {
+      const std::size_t ldy = sh.n + 3;
+      const auto x = random_vector(m * sh.k, seed++, 1.0f);
+      DeviceArray<float> dx(x);
+      for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh, Activation::kSilu,
+                             Activation::kRelu, Activation::kTanh})
+        for (bool with_bias : {false, true})
+          for (bool direct : {false, true}) {
+            std::vector<float> y_cpu(m * ldy, kSentinel);
+            DeviceArray<float> dy(y_cpu);
+            ops::gemm_packed_cpu({x.data(), sh.k, &packed, with_bias ? bias.data() : nullptr, y_cpu.data() + 1, ldy, m, act},
+                                 pool);
+            const ops::GemmCudaArgs args{dx.get(), sh.k, dw.get(), sh.n, sh.k, with_bias ? dbias.get() : nullptr,
+                                         dy.get() + 1, ldy, m, act};
+            ASSERT_TRUE(ops::skinny_gemm_applies(args));
+            if (direct) ops::skinny_gemm_cuda(args, nullptr);
+            else gemm.run(args, nullptr);
+            EXPECT_LE(rel_error(dy.download(), y_cpu), kTol)
+                << "m=" << m << " k=" << sh.k << " n=" << sh.n << " act=" << activation_name(act) << " bias=" << with_bias
+                << " direct=" << direct;
+          }
+    }
+  }
+}
+
 TEST(GpuBiasActivation, MatchesCpuActivations) {
   IL_REQUIRE_GPU();
   // Wide inputs (scale 4) reach the tails of every activation, where approximations differ most.

@@ -76,6 +76,37 @@ TEST_P(HalfOps, GemmMatchesCpuAtOddSizesActivationsAndStrides) {
   }
 }
 
+// The few-row kernel in f16 / bf16 (see the f32 test in ops_gemm_norm_parity_test.cc).
+TEST_P(HalfOps, SkinnyGemmMatchesCpuForFewRows) {
+  IL_REQUIRE_GPU();
+  const DType t = GetParam();
+  ThreadPool pool(0);
+  uint32_t seed = 600;
+  for (const auto& [k, n] : {std::pair<std::size_t, std::size_t>{8, 1}, {96, 3}, {768, 257}, {3072, 768}}) {
+    const HalfArray w(random_vector(n * k, seed++, 0.2f), t), bias(random_vector(n, seed++, 0.5f), t);
+    const ops::PackedWeight packed(w.rounded().data(), n, k);
+    for (std::size_t m : {1, 2, 3, 5, 8, 9, 16}) {
+      const std::size_t ldy = n + 3;
+      const HalfArray x(random_vector(m * k, seed++, 1.0f), t);
+      for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kTanh})
+        for (bool with_bias : {false, true}) {
+          std::vector<float> y_cpu(m * ldy, 0.5f);
+          const HalfArray y(y_cpu, t);
+          ops::gemm_packed_cpu({x.rounded().data(), k, &packed, with_bias ? bias.rounded().data() : nullptr,
+                                y_cpu.data() + 1, ldy, m, act},
+                               pool);
+          const ops::GemmCudaArgs args{x.get(), k, w.get(), n, k, with_bias ? bias.get() : nullptr, y.get() + 1, ldy, m,
+                                       act, t};
+          ASSERT_TRUE(ops::skinny_gemm_applies(args));
+          ops::skinny_gemm_cuda(args, nullptr);
+          EXPECT_LE(rel_error(y.download(), y_cpu), tol())
+              << type_name(t) << " m=" << m << " k=" << k << " n=" << n << " act=" << activation_name(act)
+              << " bias=" << with_bias;
+        }
+    }
+  }
+}
+
 TEST_P(HalfOps, FallbackGemmMatchesCpu) {
   IL_REQUIRE_GPU();
   const DType t = GetParam();

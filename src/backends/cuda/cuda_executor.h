@@ -101,6 +101,7 @@ class CudaExecutor final : public plan::Executor {
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
   std::map<std::string, StepTime> profile_;
   std::set<std::string> profiled_;  // programs whose first (uncounted) run is done
+  std::size_t host_bound_runs_ = 0;  // profiled runs whose enqueue outlasted the stream hold
 };
 
 }  // namespace il::cuda
