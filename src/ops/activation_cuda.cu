@@ -4,6 +4,7 @@
 #include "ops/activation_cuda.cuh"
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
 #include "ops/ops_cuda.h"
 
 namespace il::ops {
@@ -15,6 +16,7 @@ namespace {
 constexpr int kUnroll = 4;
 template <Activation A, typename T>
 __global__ void bias_activation_kernel(T* __restrict__ y, std::size_t ldy, int cols, const T* __restrict__ bias) {
+  pdl::wait_for_predecessor();
   T* row = y + blockIdx.x * ldy;
   const int c0 = static_cast<int>(blockIdx.y * blockDim.x) * kUnroll + static_cast<int>(threadIdx.x);
   float v[kUnroll];
@@ -38,6 +40,7 @@ __global__ void bias_activation_kernel(T* __restrict__ y, std::size_t ldy, int c
 template <Activation A, typename T>
 __global__ void bias_activation_vec_kernel(T* __restrict__ y, unsigned ldy_vecs, unsigned row_vecs, unsigned total,
                                            const T* __restrict__ bias) {
+  pdl::wait_for_predecessor();
   constexpr int V = elem::kVec<T>;
   float v[kUnroll][V];
   unsigned at[kUnroll];
@@ -72,14 +75,12 @@ void launch(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* 
   if (elem::vectorizable<T>(y, ldy, cols) && (!bias || elem::vectorizable<T>(bias, 0, cols)) &&
       rows * (ldy / V) < (std::size_t{1} << 32) - kThreads * kUnroll) {
     const auto blocks = static_cast<unsigned>((total + kThreads * kUnroll - 1) / (kThreads * kUnroll));
-    bias_activation_vec_kernel<A, T><<<blocks, kThreads, 0, stream>>>(
-        y, static_cast<unsigned>(ldy / V), static_cast<unsigned>(cols / V), static_cast<unsigned>(total), bias);
-    IL_CUDA_CHECK_LAUNCH();
+    pdl::launch(bias_activation_vec_kernel<A, T>, blocks, kThreads, 0, stream, y, static_cast<unsigned>(ldy / V),
+                static_cast<unsigned>(cols / V), static_cast<unsigned>(total), bias);
     return;
   }
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((cols + kThreads * kUnroll - 1) / (kThreads * kUnroll)));
-  bias_activation_kernel<A, T><<<grid, kThreads, 0, stream>>>(y, ldy, static_cast<int>(cols), bias);
-  IL_CUDA_CHECK_LAUNCH();
+  pdl::launch(bias_activation_kernel<A, T>, grid, kThreads, 0, stream, y, ldy, static_cast<int>(cols), bias);
 }
 
 template <typename T>

@@ -25,6 +25,7 @@
 #include "ops/attention_half_cuda.h"
 #include "ops/attention_mask_cuda.cuh"
 #include "ops/check_cuda.h"
+#include "ops/launch_cuda.cuh"
 #include "ops/mma_cuda.cuh"
 
 namespace il::ops {
@@ -224,6 +225,7 @@ constexpr int kStages = D <= 64 ? 4 : D <= 96 ? 3 : 2;
 
 template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
+  pdl::wait_for_predecessor();
   using S = Smem<D>;
   constexpr int kStride = S::kStride;
   constexpr int kRows = kWarps * 16 * kM;
@@ -481,8 +483,7 @@ void launch_one(Params p, std::size_t num_seqs, std::size_t max_len, std::size_t
     check(num_seqs * heads * row_tiles < (1u << 31), "attention (half): batch too large for one launch");
     grid = dim3(static_cast<unsigned>(num_seqs * heads * row_tiles), 1, 1);
   }
-  kernel<<<grid, kThreads, kBytes, stream>>>(p);
-  IL_CUDA_CHECK_LAUNCH();
+  pdl::launch(kernel, grid, kThreads, kBytes, stream, p);
 }
 
 // Tuning fields 0 / false take the defaults (kMTiles<D>, kStages<D>, f32 exponentials); others

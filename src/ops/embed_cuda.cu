@@ -3,6 +3,7 @@
 // output share the element type; the sum runs in f32 and is rounded once.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
 #include "ops/ops_cuda.h"
 
 namespace il::ops {
@@ -24,6 +25,7 @@ struct EmbedParams {
 
 template <typename T>
 __global__ void embed_kernel(EmbedParams<T> p) {
+  pdl::wait_for_predecessor();
   const int t = static_cast<int>(blockIdx.x);
   T* out = p.out + static_cast<std::size_t>(t) * p.ldo;
   if (t >= p.seq_starts[p.num_seqs]) {  // padding past the batch (a graph bucket): zero rows
@@ -61,9 +63,8 @@ void embed_cuda(const EmbedArgs& a, std::size_t num_tokens, cudaStream_t stream,
                            reinterpret_cast<const T*>(a.word), reinterpret_cast<const T*>(a.position),
                            a.position_offset, reinterpret_cast<const T*>(a.type), reinterpret_cast<T*>(a.out),
                            a.ldo, a.cols};
-    embed_kernel<T><<<static_cast<unsigned>(num_tokens), 128, 0, stream>>>(p);
+    pdl::launch(embed_kernel<T>, static_cast<unsigned>(num_tokens), 128, 0, stream, p);
   });
-  IL_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace il::ops

@@ -22,6 +22,7 @@
 #include "ops/activation_cuda.cuh"
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
 #include "ops/gemm_cuda.h"
 #include "ops/mma_cuda.cuh"
 #include "ops/reduce_cuda.cuh"
@@ -59,6 +60,7 @@ __device__ __forceinline__ float activate(Activation a, float v) {
 // kRows ≥ m: rows past m are neither read nor written (their sums stay zero).
 template <typename T, int kRows>
 __global__ void __launch_bounds__(kWarps * 32) skinny_gemm_kernel(SkinnyParams<T> p) {
+  pdl::wait_for_predecessor();
   constexpr int V = elem::kVec<T>;
   __shared__ float partial[kWarps][kRows * kCols];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -113,6 +115,7 @@ constexpr int kTcCols = 8;  // the mma's n
 // f16 / bf16 on tensor cores, any m ≤ 16 (rows past m are zero operands and never stored).
 template <typename T>
 __global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyParams<T> p) {
+  pdl::wait_for_predecessor();
   __shared__ float partial[kTcWarps][16 * kTcCols];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4;
@@ -155,8 +158,7 @@ __global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyPar
 template <typename T, int kRows>
 void launch(const SkinnyParams<T>& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.n + kCols - 1) / kCols);
-  skinny_gemm_kernel<T, kRows><<<blocks, kWarps * 32, 0, stream>>>(p);
-  IL_CUDA_CHECK_LAUNCH();
+  pdl::launch(skinny_gemm_kernel<T, kRows>, blocks, kWarps * 32, 0, stream, p);
 }
 
 }  // namespace
@@ -187,8 +189,7 @@ void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream) {
     } else {
       static_assert(kSkinnyMaxRows <= 16, "one m16 tile");
       const auto blocks = static_cast<unsigned>((p.n + kTcCols - 1) / kTcCols);
-      skinny_gemm_tc_kernel<T><<<blocks, kTcWarps * 32, 0, stream>>>(p);
-      IL_CUDA_CHECK_LAUNCH();
+      pdl::launch(skinny_gemm_tc_kernel<T>, blocks, kTcWarps * 32, 0, stream, p);
     }
   });
 }

@@ -10,6 +10,7 @@
 // Each row is read completely before any of it is written, so out may alias x or residual.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
 #include "ops/ops_cuda.h"
 #include "ops/reduce_cuda.cuh"
 
@@ -35,6 +36,7 @@ struct NormParams {
 
 template <typename T>
 __global__ void layernorm_kernel(NormParams<T> p) {
+  pdl::wait_for_predecessor();
   extern __shared__ float row[];
   __shared__ float scratch[kThreads / 32];
   const std::size_t r = blockIdx.x;
@@ -70,6 +72,7 @@ constexpr int kWarpMaxChunks = 8;
 // when below cols (a multiple of V). kChunks ≥ the row's chunk count.
 template <typename T, int kChunks>
 __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
+  pdl::wait_for_predecessor();
   constexpr int V = elem::kVec<T>;
   const unsigned r = blockIdx.x * kWarpRowsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
@@ -133,7 +136,8 @@ __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
 template <typename T, int kChunks>
 void launch_warp(const NormParams<T>& p, std::size_t rows, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
-  layernorm_warp_kernel<T, kChunks><<<blocks, kWarpRowsPerBlock * 32, 0, stream>>>(p, static_cast<unsigned>(rows));
+  pdl::launch(layernorm_warp_kernel<T, kChunks>, blocks, kWarpRowsPerBlock * 32, 0, stream, p,
+              static_cast<unsigned>(rows));
 }
 
 // True when the warp kernel ran (the row fits and every operand is vector-aligned).
@@ -172,9 +176,8 @@ void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream, DType type) {
     const NormParams<T> p{reinterpret_cast<const T*>(a.x), a.ldx, reinterpret_cast<const T*>(a.residual), a.ldr,
                           a.w, a.b, reinterpret_cast<T*>(a.out), a.ldo, static_cast<int>(a.cols), a.eps, a.rms};
     if (try_warp_kernel(a, p, stream)) return;
-    layernorm_kernel<T><<<static_cast<unsigned>(a.rows), kThreads, a.cols * sizeof(float), stream>>>(p);
+    pdl::launch(layernorm_kernel<T>, static_cast<unsigned>(a.rows), kThreads, a.cols * sizeof(float), stream, p);
   });
-  IL_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace il::ops

@@ -2,6 +2,7 @@
 // CPU ops do, so long sequences keep f32 parity. Pooled rows are always written as f32.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
 #include "ops/ops_cuda.h"
 #include "ops/reduce_cuda.cuh"
 
@@ -14,6 +15,7 @@ constexpr int kL2Threads = 256;
 // Block (sequence, column chunk); a thread owns one column, so reads of a row coalesce.
 template <typename T>
 __global__ void pool_kernel(const T* x, std::size_t ldx, PoolArgs p) {
+  pdl::wait_for_predecessor();
   const std::size_t s = blockIdx.x;
   const std::size_t j = blockIdx.y * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (j >= p.cols) return;
@@ -38,6 +40,7 @@ __global__ void pool_kernel(const T* x, std::size_t ldx, PoolArgs p) {
 
 template <typename T>
 __global__ void l2_rows_kernel(T* x, std::size_t ldx, std::size_t cols) {
+  pdl::wait_for_predecessor();
   __shared__ double scratch[kL2Threads / 32];
   T* row = x + static_cast<std::size_t>(blockIdx.x) * ldx;
   double sq = 0.0;
@@ -62,9 +65,8 @@ void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in) {
                   static_cast<unsigned>((a.cols + kPoolThreads - 1) / kPoolThreads));
   elem::dispatch(in, [&](auto tag) {
     using T = decltype(tag);
-    pool_kernel<T><<<grid, kPoolThreads, 0, stream>>>(reinterpret_cast<const T*>(a.x), a.ldx, a);
+    pdl::launch(pool_kernel<T>, grid, kPoolThreads, 0, stream, reinterpret_cast<const T*>(a.x), a.ldx, a);
   });
-  IL_CUDA_CHECK_LAUNCH();
 }
 
 void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream, DType type) {
@@ -74,10 +76,9 @@ void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream, DType type) {
   check(a.rows < (1u << 31), "l2_rows: too many rows for one launch");
   elem::dispatch(type, [&](auto tag) {
     using T = decltype(tag);
-    l2_rows_kernel<T><<<static_cast<unsigned>(a.rows), kL2Threads, 0, stream>>>(reinterpret_cast<T*>(a.x), a.ldx,
-                                                                               a.cols);
+    pdl::launch(l2_rows_kernel<T>, static_cast<unsigned>(a.rows), kL2Threads, 0, stream, reinterpret_cast<T*>(a.x),
+                a.ldx, a.cols);
   });
-  IL_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace il::ops

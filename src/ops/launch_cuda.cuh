@@ -1,0 +1,45 @@
+// Programmatic dependent launch (sm_90+): the plan's kernels run one after another on one stream,
+// and at small batches each is shorter than the gap a dependent launch normally leaves. Launched
+// through pdl::launch, a kernel may start while its predecessor is still running; its first
+// statement, pdl::wait_for_predecessor(), holds every thread until the predecessor has finished
+// and its writes are visible, and then lets the next kernel start launching in turn. So the
+// launch cost overlaps the previous kernel and the ordering is exactly the stream's: nothing is
+// read or written before the wait. Each kernel launched this way must begin with the wait.
+// IL_CUDA_PDL=0 launches normally (the wait is then a no-op); before sm_90 both are plain.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "ops/check_cuda.h"
+
+namespace il::ops::pdl {
+
+// Whether launches on the current device carry the programmatic-serialisation attribute.
+bool enabled();
+
+__device__ __forceinline__ void wait_for_predecessor() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream,
+            Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = shared_bytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = enabled() ? 1 : 0;
+  IL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace il::ops::pdl
