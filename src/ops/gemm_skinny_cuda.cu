@@ -109,11 +109,10 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_gemm_kernel(SkinnyParams<T
   }
 }
 
-constexpr int kTcWarps = 8;
 constexpr int kTcCols = 8;  // the mma's n
 
 // f16 / bf16 on tensor cores, any m ≤ 16 (rows past m are zero operands and never stored).
-template <typename T>
+template <typename T, int kTcWarps>
 __global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyParams<T> p) {
   pdl::wait_for_predecessor();
   __shared__ float partial[kTcWarps][16 * kTcCols];
@@ -128,7 +127,7 @@ __global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyPar
   const uint4 zero = make_uint4(0, 0, 0, 0);
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int k_blocks = (p.k + 31) / 32;
-#pragma unroll 4
+#pragma unroll 8
   for (int kb = warp; kb < k_blocks; kb += kTcWarps) {
     const int k = kb * 32 + t * 8;
     const bool k_ok = k < p.k;  // k is a multiple of 8: a chunk is all in or all out
@@ -189,7 +188,10 @@ void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream) {
     } else {
       static_assert(kSkinnyMaxRows <= 16, "one m16 tile");
       const auto blocks = static_cast<unsigned>((p.n + kTcCols - 1) / kTcCols);
-      pdl::launch(skinny_gemm_tc_kernel<T>, blocks, kTcWarps * 32, 0, stream, p);
+      // Long rows split over more warps: each warp then has at most about 8 blocks of k, whose
+      // loads are all in flight together.
+      if (p.k >= 2048) return pdl::launch(skinny_gemm_tc_kernel<T, 16>, blocks, 16 * 32, 0, stream, p);
+      pdl::launch(skinny_gemm_tc_kernel<T, 8>, blocks, 8 * 32, 0, stream, p);
     }
   });
 }
