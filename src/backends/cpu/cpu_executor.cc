@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
+#include <string>
 #include <type_traits>
 
 #include "core/error.h"
@@ -63,22 +63,7 @@ CpuExecutor::~CpuExecutor() {
 }
 
 std::string CpuExecutor::profile_report() const {
-  std::map<std::string, double> by_op;
-  double total = 0.0;
-  for (const auto& [name, t] : profile_) {
-    by_op[t.op] += t.ms;
-    total += t.ms;
-  }
-  std::ostringstream os;
-  os << "profile (cpu, " << pool_.size() << " threads): " << total << " ms in all steps\n";
-  for (const auto& [op, ms] : by_op)
-    os << "  " << op << ": " << ms << " ms (" << (total > 0 ? 100.0 * ms / total : 0.0) << "%)\n";
-  std::vector<std::pair<double, std::string>> steps;
-  for (const auto& [name, t] : profile_) steps.emplace_back(t.ms, name);
-  std::sort(steps.rbegin(), steps.rend());
-  for (std::size_t i = 0; i < std::min<std::size_t>(8, steps.size()); ++i)
-    os << "    " << steps[i].second << ": " << steps[i].first << " ms\n";
-  return os.str();
+  return profile_.report("profile (cpu, " + std::to_string(pool_.size()) + " threads)", 8);
 }
 
 void CpuExecutor::set_batch(const plan::Batch& batch) {
@@ -124,18 +109,7 @@ void CpuExecutor::run(const std::string& program) {
     const auto t0 = std::chrono::steady_clock::now();
     execute(step);
     const auto t1 = std::chrono::steady_clock::now();
-    auto& entry = profile_[step.name];
-    entry.op = std::visit([](const auto& op) -> std::string {
-      using T = std::decay_t<decltype(op)>;
-      if constexpr (std::is_same_v<T, plan::EmbedStep>) return "embed";
-      if constexpr (std::is_same_v<T, plan::GemmStep>) return "gemm";
-      if constexpr (std::is_same_v<T, plan::LayerNormStep>) return "layernorm";
-      if constexpr (std::is_same_v<T, plan::AttentionStep>) return "attention";
-      if constexpr (std::is_same_v<T, plan::PoolStep>) return "pool";
-      if constexpr (std::is_same_v<T, plan::L2Step>) return "l2";
-    }, step.op);
-    entry.ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
-    entry.calls += 1;
+    profile_.add(step.name, plan::op_name(step.op), std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
 }
 

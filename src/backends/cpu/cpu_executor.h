@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "ops/gemm_packed.h"
 #include "plan/executor.h"
+#include "plan/step_profile.h"
 
 namespace il::cpu {
 
@@ -29,12 +30,6 @@ class CpuExecutor final : public plan::Executor {
 
   // Profiling: when on, run() accumulates wall time per step name and op kind.
   void set_profiling(bool on) { profiling_ = on; }
-  struct StepTime {
-    std::string op;
-    double ms = 0.0;
-    std::size_t calls = 0;
-  };
-  const std::map<std::string, StepTime>& profile() const { return profile_; }
   // The profile as a table: time per op kind, then the slowest steps.
   std::string profile_report() const;
 
@@ -52,7 +47,7 @@ class CpuExecutor final : public plan::Executor {
   std::vector<std::vector<float>> buffers_;
   std::map<plan::WeightId, ops::PackedWeight> packed_;  // GEMM weights in panel layout
   plan::Batch batch_;
-  std::map<std::string, StepTime> profile_;
+  plan::StepProfile profile_;
   bool profiling_ = false;
 };
 

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <type_traits>
 
 #include "backends/cuda/batch_buckets.h"
@@ -19,20 +18,6 @@ using plan::Rows;
 using plan::View;
 
 namespace {
-
-const char* op_name(const plan::StepOp& op) {
-  return std::visit(
-      [](const auto& o) -> const char* {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, plan::EmbedStep>) return "embed";
-        if constexpr (std::is_same_v<T, plan::GemmStep>) return "gemm";
-        if constexpr (std::is_same_v<T, plan::LayerNormStep>) return "layernorm";
-        if constexpr (std::is_same_v<T, plan::AttentionStep>) return "attention";
-        if constexpr (std::is_same_v<T, plan::PoolStep>) return "pool";
-        if constexpr (std::is_same_v<T, plan::L2Step>) return "l2";
-      },
-      op);
-}
 
 std::size_t elem_size(DType t) { return dtype_size(t); }
 
@@ -358,34 +343,20 @@ void CudaExecutor::record_profile(const std::string& program) {
   for (std::size_t i = 0; i < steps.size(); ++i) {
     float ms = 0.0f;
     IL_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].first, events_[i].second));
-    auto& entry = profile_[steps[i].name];
-    entry.op = op_name(steps[i].op);
-    entry.ms += ms;
-    entry.calls += 1;
+    profile_.add(steps[i].name, plan::op_name(steps[i].op), ms);
   }
 }
 
 std::string CudaExecutor::profile_report() const {
-  std::map<std::string, double> by_op;
-  double total = 0.0;
-  for (const auto& [name, t] : profile_) {
-    by_op[t.op] += t.ms;
-    total += t.ms;
+  std::string title = "profile (" + backend_name() + " " + compute_dtype() +
+                      ", device time per step, first run of each program not counted)";
+  std::string report = profile_.report(title, 16);
+  if (host_bound_runs_ > 0) {
+    const std::size_t line_end = report.find('\n') + 1;
+    report.insert(line_end, "  (" + std::to_string(host_bound_runs_) +
+                                " run(s) enqueued slower than the device ran: their figures include launch gaps)\n");
   }
-  std::ostringstream os;
-  os << "profile (" << backend_name() << " " << compute_dtype() << ", device time per step, first run of each program "
-     << "not counted): " << total << " ms in all steps\n";
-  if (host_bound_runs_ > 0)
-    os << "  (" << host_bound_runs_ << " run(s) enqueued slower than the device ran: their figures include launch gaps)\n";
-  for (const auto& [op, ms] : by_op)
-    os << "  " << op << ": " << ms << " ms (" << (total > 0 ? 100.0 * ms / total : 0.0) << "%)\n";
-  std::vector<std::pair<double, std::string>> steps;
-  for (const auto& [name, t] : profile_) steps.emplace_back(t.ms, name);
-  std::sort(steps.rbegin(), steps.rend());
-  for (std::size_t i = 0; i < std::min<std::size_t>(16, steps.size()); ++i)
-    os << "    " << steps[i].second << ": " << steps[i].first << " ms, "
-       << steps[i].first / static_cast<double>(profile_.at(steps[i].second).calls) << " ms per call\n";
-  return os.str();
+  return report;
 }
 
 void CudaExecutor::execute(const plan::Step& step) {

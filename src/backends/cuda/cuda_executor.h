@@ -23,6 +23,7 @@
 #include "core/dtype.h"
 #include "ops/gemm_cuda.h"
 #include "plan/executor.h"
+#include "plan/step_profile.h"
 
 namespace il::cuda {
 
@@ -85,11 +86,6 @@ class CudaExecutor final : public plan::Executor {
   std::size_t real_tokens_ = 0, real_seqs_ = 0;
   bool has_types_ = false;
 
-  struct StepTime {
-    std::string op;
-    double ms = 0.0;
-    std::size_t calls = 0;
-  };
   // Each (program, bucketed shape) runs eagerly the first time and is captured as a CUDA graph
   // the second; profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always eager.
   using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool>;
@@ -99,7 +95,7 @@ class CudaExecutor final : public plan::Executor {
 
   bool profiling_ = false;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
-  std::map<std::string, StepTime> profile_;
+  plan::StepProfile profile_;
   std::set<std::string> profiled_;  // programs whose first (uncounted) run is done
   std::size_t host_bound_runs_ = 0;  // profiled runs whose enqueue outlasted the stream hold
 };
