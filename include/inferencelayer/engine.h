@@ -125,6 +125,10 @@ class Engine {
   virtual std::vector<Matrix> hidden_states(const std::vector<TokenInput>& inputs) = 0;
   // Cross-encoders: raw logits, one row of num_labels per input pair.
   virtual Matrix score(const std::vector<TokenInput>& inputs) = 0;
+
+  // CUDA graphs captured so far (one per program and batch-shape bucket, at most 256 per
+  // engine; each holds some host and device memory); 0 on the CPU. Same thread as the calls above.
+  virtual std::size_t cuda_graphs() const { return 0; }
 };
 
 }  // namespace il

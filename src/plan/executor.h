@@ -22,6 +22,8 @@ class Executor {
   virtual std::string backend_name() const = 0;
   // The precision the ops compute in: "f32", "f16" or "bf16" (CUDA low-precision modes).
   virtual std::string compute_dtype() const { return "f32"; }
+  // Replays captured as CUDA graphs so far (0 where there are none).
+  virtual std::size_t captured_graphs() const { return 0; }
 };
 
 }  // namespace il::plan

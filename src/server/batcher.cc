@@ -85,7 +85,10 @@ void Batcher::loop() {
       pieces = take_pieces(lock);
       metrics_.set_queue_size(queue_.size());
     }
-    if (!pieces.empty()) run_pieces(pieces);
+    if (!pieces.empty()) {
+      run_pieces(pieces);
+      metrics_.set_cuda_graphs(engine_.cuda_graphs());  // this thread owns the engine
+    }
   }
 }
 

@@ -76,6 +76,9 @@ std::string Metrics::render() const {
   out += "il_queue_size " + std::to_string(queue_size_.load()) + "\n";
   out += "# HELP il_requests_in_flight Compute requests being served.\n# TYPE il_requests_in_flight gauge\n";
   out += "il_requests_in_flight " + std::to_string(in_flight_.load()) + "\n";
+  out += "# HELP il_cuda_graphs CUDA graphs captured (one per batch-shape bucket, at most 256; 0 on the CPU).\n"
+         "# TYPE il_cuda_graphs gauge\n";
+  out += "il_cuda_graphs " + std::to_string(cuda_graphs_.load()) + "\n";
   out += "# HELP il_batch_count Forward passes run.\n# TYPE il_batch_count counter\n";
   out += "il_batch_count " + std::to_string(batches_.load()) + "\n";
   out += "# HELP il_dropped_count Queued requests dropped because their client disconnected.\n"

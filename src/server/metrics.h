@@ -39,6 +39,7 @@ class Metrics {
   void observe_request(double seconds) { request_.observe(seconds); }
   void observe_batch(std::size_t tokens, std::size_t sequences);
   void set_queue_size(std::size_t jobs) { queue_size_.store(jobs); }
+  void set_cuda_graphs(std::size_t graphs) { cuda_graphs_.store(graphs); }
   void count_dropped() { dropped_.fetch_add(1); }
   void add_in_flight(int delta) { in_flight_.fetch_add(delta); }
 
@@ -49,6 +50,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, std::uint64_t> requests_;
   Histogram tokenization_, queue_, inference_, request_, batch_tokens_, batch_sequences_;
   std::atomic<std::size_t> queue_size_{0};
+  std::atomic<std::size_t> cuda_graphs_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> dropped_{0};

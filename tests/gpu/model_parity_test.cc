@@ -135,6 +135,9 @@ TEST_P(GpuModelTest, GraphReplayIsBitIdenticalToEagerRuns) {
     }
   }
   EXPECT_GT(compared, 0u);
+  // Three rounds of the same shapes: each was captured once, and the eager engine never captures.
+  EXPECT_GT(engine_->cuda_graphs(), 0u);
+  EXPECT_EQ(eager->cuda_graphs(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuModelTest,

@@ -97,7 +97,8 @@ TEST_F(InfoTokens, MetricsCountRequestsAndTimeTheirStages) {
        {"il_request_count{route=\"/embed\",status=\"200\"}", "il_request_count{route=\"/embed\",status=\"422\"}",
         "il_request_count{route=\"/health\",status=\"200\"}", "il_queue_size ", "il_batch_tokens_bucket",
         "il_request_tokenization_duration_seconds_bucket", "il_request_queue_duration_seconds_count",
-        "il_request_inference_duration_seconds_sum", "# TYPE il_request_count counter"})
+        "il_request_inference_duration_seconds_sum", "# TYPE il_request_count counter",
+        "# TYPE il_cuda_graphs gauge\nil_cuda_graphs "})
     EXPECT_NE(m.find(needle), std::string::npos) << needle << "\n" << m.substr(0, 2000);
 }
 

@@ -332,6 +332,7 @@ void CudaExecutor::run_graph(const std::string& program, const std::vector<plan:
   cudaGraphDestroy(graph);
   IL_CUDA_CHECK(e);
   it->second = exec;
+  ++captured_graphs_;
   IL_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
 }
 

@@ -44,6 +44,7 @@ class CudaExecutor final : public plan::Executor {
   void read(const plan::View& view, float* dst) override;
   std::string backend_name() const override { return "cuda:" + std::to_string(device_); }
   std::string compute_dtype() const override;
+  std::size_t captured_graphs() const override { return captured_graphs_; }
 
   void set_profiling(bool on) { profiling_ = on; }
   std::string profile_report() const;
@@ -92,6 +93,7 @@ class CudaExecutor final : public plan::Executor {
   static constexpr std::size_t kMaxGraphs = 256;
   bool graphs_enabled_ = true;
   std::map<GraphKey, cudaGraphExec_t> graphs_;  // null: seen once, not captured yet
+  std::size_t captured_graphs_ = 0;
 
   bool profiling_ = false;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
