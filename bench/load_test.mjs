@@ -1,7 +1,8 @@
 // A bounded loopback load test of `inferencelayer serve`: starts the server on a free port,
 // warms it up, then fires concurrent mixed requests for a fixed time and reports throughput,
 // p50 / p99 latency per route, answers by status, and the server's RSS before and after, with
-// every 5 s where it lies (malloc heap / arenas, thread stacks, other) and the thread count.
+// every 5 s where it lies (malloc heap / arenas, thread stacks, other), the thread count and the
+// CUDA graphs captured.
 // It stops by itself (--seconds), talks to 127.0.0.1 only, and needs nothing but Node 18+.
 //
 //   node bench/load_test.mjs --bin build/inferencelayer --model DIR [--seconds 20]
@@ -131,6 +132,20 @@ function request(agent, port, [method, path, body]) {
   });
 }
 
+// The server's il_cuda_graphs gauge (CUDA graphs captured so far; 0 on the CPU), or null.
+function cudaGraphs(port) {
+  return new Promise((resolve) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
+      let b = '';
+      res.on('data', (d) => (b += d));
+      res.on('end', () => {
+        const m = /^il_cuda_graphs (\d+)$/m.exec(b);
+        resolve(m ? Number(m[1]) : null);
+      });
+    }).on('error', () => resolve(null));
+  });
+}
+
 function percentile(sorted, p) {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -175,10 +190,15 @@ async function run(o) {
   const results = [];
   // RSS every 5 s of the run, to tell a plateau from a leak.
   const rssSamples = [];
+  // With the CUDA graphs captured so far: under load new batch shapes keep being captured (each
+  // holds some memory) until the executor's cap, which tells that growth from a leak.
   const memorySamples = [memoryBreakdown(child.pid)];  // after warm-up, then every 5 s
+  const graphQueries = [cudaGraphs(port).then((g) => (memorySamples[0].graphs = g))];
   const sampler = setInterval(() => {
     rssSamples.push(Math.round(rssKiB(child.pid) / 102.4) / 10);
-    memorySamples.push(memoryBreakdown(child.pid));
+    const m = memoryBreakdown(child.pid);
+    memorySamples.push(m);
+    graphQueries.push(cudaGraphs(port).then((g) => (m.graphs = g)));
   }, 5000);
   const deadline = Date.now() + o.seconds * 1000;
   const t0 = process.hrtime.bigint();
@@ -187,6 +207,7 @@ async function run(o) {
   }));
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   clearInterval(sampler);
+  await Promise.all(graphQueries);
   const rssAfter = rssKiB(child.pid);
   agent.destroy();
   child.kill('SIGTERM');
@@ -219,9 +240,9 @@ async function run(o) {
     console.log(`\nstatuses: ${JSON.stringify(summary.statuses)}; errors (not 2xx, not 429): ${errors}; ` +
       `server RSS ${summary.rss_before_mib.toFixed(1)} MiB after warm-up → ${summary.rss_after_mib.toFixed(1)} MiB after the run; ` +
       `exit status after SIGTERM: ${exitCode}; RSS every 5 s (MiB): ${rssSamples.join(', ')}`);
-    console.log('\n| s | threads | heap | arenas | stacks | other anon | files (MiB) |\n| --- | --- | --- | --- | --- | --- | --- |');
+    console.log('\n| s | threads | CUDA graphs | heap | arenas | stacks | other anon | files (MiB) |\n| --- | --- | --- | --- | --- | --- | --- | --- |');
     memorySamples.forEach((m, i) =>
-      console.log(`| ${i * 5} | ${m.threads} | ${m.heap} | ${m.arenas} | ${m.stacks} | ${m.anon} | ${m.files} |`));
+      console.log(`| ${i * 5} | ${m.threads} | ${m.graphs ?? '–'} | ${m.heap} | ${m.arenas} | ${m.stacks} | ${m.anon} | ${m.files} |`));
   }
   console.log(JSON.stringify(summary));
   return errors === 0 && exitCode === 0;
