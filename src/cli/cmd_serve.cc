@@ -127,6 +127,9 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_MAX_CLIENT_BATCH_SIZE");
   cmd->add_option("--payload-limit", o->payload_limit, "Request body bytes (more: 413)")
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_PAYLOAD_LIMIT");
+  cmd->add_option("--keep-alive-timeout", o->keep_alive_timeout,
+                  "Seconds an idle connection stays open (behind a load balancer: more than its idle timeout)")
+      ->capture_default_str()->check(CLI::Range(1, 3600))->envname("IL_KEEP_ALIVE_TIMEOUT");
   cmd->add_flag("--auto-truncate", o->auto_truncate,
                 "Truncate over-long inputs when a request does not say (default: refuse them with 422)")
       ->envname("IL_AUTO_TRUNCATE");

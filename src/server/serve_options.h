@@ -18,6 +18,7 @@ struct ServeOptions {
   std::size_t max_concurrent_requests = 512; // over this: 429
   std::size_t max_client_batch_size = 32;    // inputs of one request
   std::size_t payload_limit = 2'000'000;     // request body bytes; over this: 413
+  int keep_alive_timeout = 5;                // seconds an idle connection stays open
   bool auto_truncate = false;                // default of the `truncate` request field
   std::string device = "auto";
   std::string dtype = "auto";                // f32, f16, bf16 or auto (see EngineOptions)

@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
+#include <dirent.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -27,6 +32,39 @@ constexpr std::size_t kReserveHttpThreads = 16;
 // one (and an 8 MiB stack reservation): a limit that high is a mistake more likely than a need.
 constexpr std::size_t kMaxHttpThreads = 4096;
 constexpr std::chrono::milliseconds kHttpThreadIdleExit{30'000};
+
+// The local port of a TCP socket, or -1 for anything else.
+int tcp_local_port(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  int type = 0;
+  socklen_t type_len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM) return -1;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+  return -1;
+}
+
+// After the listener has stopped: ends the reading side of every connection accepted on `port`.
+// A connection thread idling in httplib's keep-alive wait (up to 5 s, and httplib 0.11 looks at
+// the stop flag only between requests) then sees end-of-file at once and closes; a request whose
+// handler is running still writes its whole answer, as only reading is shut. Accepted sockets
+// are the process's TCP sockets whose local port is the listening one (/proc/self/fd).
+void end_reading_of_connections(int port) {
+  if (port <= 0) return;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  std::vector<int> fds;
+  while (const dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end != e->d_name && *end == '\0' && fd != dirfd(dir)) fds.push_back(static_cast<int>(fd));
+  }
+  closedir(dir);
+  for (int fd : fds)
+    if (tcp_local_port(fd) == port) ::shutdown(fd, SHUT_RD);
+}
 
 std::size_t or_hardware(std::size_t n) {
   return n ? n : std::max(1u, std::thread::hardware_concurrency());
@@ -71,6 +109,7 @@ struct Server::Impl final : Router {
       listen_fd = sock;
     });
     http.set_keep_alive_max_count(1000);
+    http.set_keep_alive_timeout(o.keep_alive_timeout);
     // Errors httplib answers itself (413 over the payload limit, 404, 400) get our JSON shape.
     http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
@@ -151,6 +190,7 @@ struct Server::Impl final : Router {
   httplib::Server http;
   std::atomic<std::size_t> in_flight{0};
   int listen_fd = -1;
+  std::atomic<int> port{-1};
 };
 
 Server::Server(const ServeOptions& options, std::unique_ptr<Engine> engine)
@@ -170,6 +210,7 @@ int Server::bind() {
   }
   // listen() again on a listening socket only changes its backlog (Linux, BSD).
   if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
+  impl_->port = port;
   return port;
 }
 
@@ -178,6 +219,9 @@ void Server::run() {
   impl_->batcher.stop();
 }
 
-void Server::stop() { impl_->http.stop(); }
+void Server::stop() {
+  impl_->http.stop();
+  end_reading_of_connections(impl_->port.load());
+}
 
 }  // namespace il::server
