@@ -22,8 +22,8 @@
 #include "ops/activation_cuda.cuh"
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
-#include "ops/launch_cuda.cuh"
 #include "ops/gemm_cuda.h"
+#include "ops/launch_cuda.cuh"
 #include "ops/mma_cuda.cuh"
 #include "ops/reduce_cuda.cuh"
 
