@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "ops/attention.h"
 #include "ops/check_cuda.h"
 
 namespace il::test {
@@ -100,5 +102,23 @@ inline std::size_t longest(const std::vector<int32_t>& lengths) {
   for (int32_t l : lengths) m = std::max(m, l);
   return static_cast<std::size_t>(m);
 }
+
+// An attention case of the parity tests: a ragged batch and the head layout and mask.
+struct AttnCase {
+  std::vector<int32_t> lengths;
+  std::size_t heads, kv_heads, head_dim;
+  ops::MaskMode mask;
+  std::size_t window;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
+  os << c.lengths.size() << " seqs (longest " << longest(c.lengths) << "), heads " << c.heads << "/" << c.kv_heads
+     << ", head_dim " << c.head_dim << (c.mask == ops::MaskMode::kCausal ? ", causal" : ", bidirectional")
+     << ", window " << c.window;
+  return os;
+}
+
+// Lengths 0 … 1000 in one batch: empty, single-token and tile-straddling sequences together.
+inline const std::vector<int32_t> kMixedLengths = {1, 7, 1000, 0, 33, 2, 257, 97, 64, 65, 31, 500};
 
 }  // namespace il::test

@@ -25,24 +25,10 @@ namespace {
 
 using ops::MaskMode;
 
-struct AlignedCase {
-  std::vector<int32_t> lengths;
-  std::size_t heads, kv_heads, head_dim;
-  MaskMode mask;
-  std::size_t window;
-};
-
-std::ostream& operator<<(std::ostream& os, const AlignedCase& c) {
-  os << c.lengths.size() << " seqs (longest " << longest(c.lengths) << "), heads " << c.heads << "/" << c.kv_heads
-     << ", head_dim " << c.head_dim << (c.mask == MaskMode::kCausal ? ", causal" : ", bidirectional") << ", window "
-     << c.window;
-  return os;
-}
-
 double tolerance(DType t) { return t == DType::kF32 ? 1e-4 : 4.0 * unit_roundoff(t); }
 
 // Max error of attention_cuda in type t against attention_cpu on the same (rounded) inputs.
-double aligned_error(const AlignedCase& c, DType t, uint32_t seed) {
+double aligned_error(const AttnCase& c, DType t, uint32_t seed) {
   const auto starts = starts_of(c.lengths);
   const std::size_t total = static_cast<std::size_t>(starts.back());
   const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw;
@@ -76,7 +62,7 @@ double aligned_error(const AlignedCase& c, DType t, uint32_t seed) {
   return rel_error(got, cpu);
 }
 
-class GpuAttentionAligned : public ::testing::TestWithParam<std::tuple<AlignedCase, DType>> {};
+class GpuAttentionAligned : public ::testing::TestWithParam<std::tuple<AttnCase, DType>> {};
 
 TEST_P(GpuAttentionAligned, VectorPathsMatchCpu) {
   IL_REQUIRE_GPU();
@@ -86,23 +72,21 @@ TEST_P(GpuAttentionAligned, VectorPathsMatchCpu) {
   EXPECT_LE(err, tolerance(t)) << c << ", " << type_name(t);
 }
 
-const std::vector<int32_t> kMixed = {1, 7, 1000, 0, 33, 2, 257, 97, 64, 65, 31, 500};
-
 INSTANTIATE_TEST_SUITE_P(
     Ragged, GpuAttentionAligned,
     ::testing::Combine(
-        ::testing::Values(AlignedCase{kMixed, 12, 12, 64, MaskMode::kBidirectional, 0},
-                          AlignedCase{kMixed, 4, 2, 64, MaskMode::kCausal, 0},
-                          AlignedCase{kMixed, 4, 4, 32, MaskMode::kCausal, 0},
-                          AlignedCase{kMixed, 6, 1, 80, MaskMode::kBidirectional, 128},
-                          AlignedCase{kMixed, 2, 2, 128, MaskMode::kCausal, 0},
-                          AlignedCase{kMixed, 4, 2, 128, MaskMode::kBidirectional, 16},
-                          AlignedCase{{257, 3, 1000}, 2, 1, 256, MaskMode::kBidirectional, 0},
-                          AlignedCase{{300, 41, 0, 129}, 4, 4, 256, MaskMode::kCausal, 63},
-                          AlignedCase{{97, 1, 33}, 4, 2, 16, MaskMode::kCausal, 0},
-                          AlignedCase{{1, 2, 3, 5, 8, 13, 21, 34, 55}, 6, 3, 4, MaskMode::kCausal, 5},
-                          AlignedCase{{300, 41}, 3, 3, 48, MaskMode::kCausal, 63},
-                          AlignedCase{{3000, 70}, 4, 2, 64, MaskMode::kCausal, 0}),
+        ::testing::Values(AttnCase{kMixedLengths, 12, 12, 64, MaskMode::kBidirectional, 0},
+                          AttnCase{kMixedLengths, 4, 2, 64, MaskMode::kCausal, 0},
+                          AttnCase{kMixedLengths, 4, 4, 32, MaskMode::kCausal, 0},
+                          AttnCase{kMixedLengths, 6, 1, 80, MaskMode::kBidirectional, 128},
+                          AttnCase{kMixedLengths, 2, 2, 128, MaskMode::kCausal, 0},
+                          AttnCase{kMixedLengths, 4, 2, 128, MaskMode::kBidirectional, 16},
+                          AttnCase{{257, 3, 1000}, 2, 1, 256, MaskMode::kBidirectional, 0},
+                          AttnCase{{300, 41, 0, 129}, 4, 4, 256, MaskMode::kCausal, 63},
+                          AttnCase{{97, 1, 33}, 4, 2, 16, MaskMode::kCausal, 0},
+                          AttnCase{{1, 2, 3, 5, 8, 13, 21, 34, 55}, 6, 3, 4, MaskMode::kCausal, 5},
+                          AttnCase{{300, 41}, 3, 3, 48, MaskMode::kCausal, 63},
+                          AttnCase{{3000, 70}, 4, 2, 64, MaskMode::kCausal, 0}),
         ::testing::Values(DType::kF32, DType::kF16, DType::kBF16)),
     [](const auto& info) { return std::to_string(info.index) + "_" + type_name(std::get<1>(info.param)); });
 

@@ -19,20 +19,6 @@ namespace {
 constexpr double kTol = 1e-4;
 constexpr float kSentinel = -0.75f;  // small: it counts in the scale the tolerance is relative to
 
-struct AttnCase {
-  std::vector<int32_t> lengths;
-  std::size_t heads, kv_heads, head_dim;
-  ops::MaskMode mask;
-  std::size_t window;
-};
-
-std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
-  os << c.lengths.size() << " seqs (longest " << longest(c.lengths) << "), heads " << c.heads << "/" << c.kv_heads
-     << ", head_dim " << c.head_dim << (c.mask == ops::MaskMode::kCausal ? ", causal" : ", bidirectional")
-     << ", window " << c.window;
-  return os;
-}
-
 // Runs both ops on q, k, v packed like the fused QKV projection (one buffer, q | k | v per row)
 // and an output window at column 1 of a wider buffer; returns the max error relative to scale.
 double attention_error(const AttnCase& c, uint32_t seed) {
@@ -63,19 +49,18 @@ TEST_P(GpuAttention, MatchesCpu) {
   EXPECT_LE(attention_error(GetParam(), 42), kTol) << GetParam();
 }
 
-const std::vector<int32_t> kMixed = {1, 7, 1000, 0, 33, 2, 257, 97, 64, 65, 31, 500};
 using ops::MaskMode;
 
 INSTANTIATE_TEST_SUITE_P(
     Ragged, GpuAttention,
     ::testing::Values(AttnCase{{1}, 1, 1, 1, MaskMode::kBidirectional, 0},
                       AttnCase{{7}, 2, 2, 8, MaskMode::kBidirectional, 0},
-                      AttnCase{kMixed, 4, 4, 32, MaskMode::kBidirectional, 0},
-                      AttnCase{kMixed, 12, 12, 64, MaskMode::kBidirectional, 0},
-                      AttnCase{kMixed, 4, 2, 64, MaskMode::kCausal, 0},
-                      AttnCase{kMixed, 6, 1, 80, MaskMode::kBidirectional, 128},
-                      AttnCase{kMixed, 2, 2, 128, MaskMode::kCausal, 0},
-                      AttnCase{kMixed, 4, 2, 128, MaskMode::kBidirectional, 16},
+                      AttnCase{kMixedLengths, 4, 4, 32, MaskMode::kBidirectional, 0},
+                      AttnCase{kMixedLengths, 12, 12, 64, MaskMode::kBidirectional, 0},
+                      AttnCase{kMixedLengths, 4, 2, 64, MaskMode::kCausal, 0},
+                      AttnCase{kMixedLengths, 6, 1, 80, MaskMode::kBidirectional, 128},
+                      AttnCase{kMixedLengths, 2, 2, 128, MaskMode::kCausal, 0},
+                      AttnCase{kMixedLengths, 4, 2, 128, MaskMode::kBidirectional, 16},
                       AttnCase{{257, 3, 1000}, 2, 1, 256, MaskMode::kBidirectional, 0},
                       AttnCase{{97, 1, 33}, 4, 2, 16, MaskMode::kCausal, 0},
                       AttnCase{{1, 2, 3, 5, 8, 13, 21, 34, 55}, 6, 3, 7, MaskMode::kCausal, 5},

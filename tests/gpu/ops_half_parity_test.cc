@@ -159,21 +159,13 @@ TEST_P(HalfOps, LayerNormMatchesCpuWithResidualAndAliasing) {
         }
 }
 
-struct AttnCase {
-  std::vector<int32_t> lengths;
-  std::size_t heads, kv_heads, head_dim;
-  ops::MaskMode mask;
-  std::size_t window;
-};
-
 TEST_P(HalfOps, AttentionMatchesCpuOnRaggedBatches) {
   IL_REQUIRE_GPU();
   const DType t = GetParam();
   using ops::MaskMode;
-  const std::vector<int32_t> mixed = {1, 7, 1000, 0, 33, 2, 257, 97, 64, 65, 31, 500};
-  const AttnCase cases[] = {{mixed, 12, 12, 64, MaskMode::kBidirectional, 0},
-                            {mixed, 4, 2, 32, MaskMode::kCausal, 0},
-                            {mixed, 6, 1, 80, MaskMode::kBidirectional, 128},
+  const AttnCase cases[] = {{kMixedLengths, 12, 12, 64, MaskMode::kBidirectional, 0},
+                            {kMixedLengths, 4, 2, 32, MaskMode::kCausal, 0},
+                            {kMixedLengths, 6, 1, 80, MaskMode::kBidirectional, 128},
                             {{257, 3, 1000}, 2, 1, 256, MaskMode::kBidirectional, 0},
                             {{300, 41, 1}, 4, 4, 128, MaskMode::kCausal, 63},
                             {{1, 2, 3, 5, 8, 13}, 6, 3, 7, MaskMode::kCausal, 5}};
