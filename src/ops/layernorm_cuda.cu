@@ -1,7 +1,7 @@
 // LayerNorm / RMSNorm with fused residual, mean then centred variance (two passes, as the CPU
 // op), in f32. Two kernels:
-// - warp per row, for rows that split into aligned 16-byte vectors and fit in registers (up to
-//   kWarpMaxChunks vectors per lane: 2048 f16 / bf16 or 1024 f32 columns): each lane loads its
+// - warp per row (ops/layernorm_row_cuda.cuh), for rows that split into aligned 16-byte vectors
+//   and fit in registers (2048 f16 / bf16 or 1024 f32 columns): each lane loads its
 //   vectors of x and residual at once, so a warp has all its row's loads in flight, and the
 //   reductions are shuffles only. A warp-per-row kernel with one 2-byte load per element
 //   measured slower than the block kernel on the H200 (0.146 vs 0.12 ms per call, bge-base
@@ -11,6 +11,7 @@
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
+#include "ops/layernorm_row_cuda.cuh"
 #include "ops/ops_cuda.h"
 #include "ops/reduce_cuda.cuh"
 
@@ -66,75 +67,18 @@ __global__ void layernorm_kernel(NormParams<T> p) {
 }
 
 constexpr int kWarpRowsPerBlock = 4;
-constexpr int kWarpMaxChunks = 8;
 
-// One warp per row; chunk c of lane l holds columns [(32c + l)·V, +V) (V = kVec<T>), present
-// when below cols (a multiple of V). kChunks ≥ the row's chunk count.
+// One warp per row (ops/layernorm_row_cuda.cuh).
 template <typename T, int kChunks>
-__global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
+__global__ void layernorm_warp_kernel(norm::RowParams<T> p, unsigned rows) {
   pdl::wait_for_predecessor();
-  constexpr int V = elem::kVec<T>;
   const unsigned r = blockIdx.x * kWarpRowsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const T* x = p.x + r * p.ldx;
-  const T* res = p.residual ? p.residual + r * p.ldr : nullptr;
-  float v[kChunks][V];
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int col = (c * 32 + lane) * V;
-    if (col < p.cols) elem::load_vec(x + col, v[c]);
-  }
-  if (res) {
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      const int col = (c * 32 + lane) * V;
-      if (col < p.cols) {
-        float add[V];
-        elem::load_vec(res + col, add);
-#pragma unroll
-        for (int i = 0; i < V; ++i) v[c][i] += add[i];
-      }
-    }
-  }
-  float sum = 0.0f;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-    if ((c * 32 + lane) * V < p.cols)
-#pragma unroll
-      for (int i = 0; i < V; ++i) sum += v[c][i];
-  sum = cuda_reduce::warp_sum(sum);
-  const float mean = p.rms ? 0.0f : sum / static_cast<float>(p.cols);
-  float sq = 0.0f;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c)
-    if ((c * 32 + lane) * V < p.cols)
-#pragma unroll
-      for (int i = 0; i < V; ++i) sq += (v[c][i] - mean) * (v[c][i] - mean);
-  sq = cuda_reduce::warp_sum(sq);
-  const float inv = 1.0f / sqrtf(sq / static_cast<float>(p.cols) + p.eps);
-  T* out = p.out + r * p.ldo;
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const int col = (c * 32 + lane) * V;
-    if (col >= p.cols) continue;
-    float y[V];
-#pragma unroll
-    for (int i = 0; i < V; i += 4) {
-      // The f32 weight and bias are 16-byte aligned at col (device allocations, col % 4 == 0).
-      const float4 w = *reinterpret_cast<const float4*>(p.w + col + i);
-      const float4 b = p.b ? *reinterpret_cast<const float4*>(p.b + col + i) : make_float4(0.f, 0.f, 0.f, 0.f);
-      y[i + 0] = (v[c][i + 0] - mean) * inv * w.x + b.x;
-      y[i + 1] = (v[c][i + 1] - mean) * inv * w.y + b.y;
-      y[i + 2] = (v[c][i + 2] - mean) * inv * w.z + b.z;
-      y[i + 3] = (v[c][i + 3] - mean) * inv * w.w + b.w;
-    }
-    elem::store_vec(out + col, y);
-  }
+  norm::warp_row<T, kChunks>(p, r, static_cast<int>(threadIdx.x % 32));
 }
 
 template <typename T, int kChunks>
-void launch_warp(const NormParams<T>& p, std::size_t rows, cudaStream_t stream) {
+void launch_warp(const norm::RowParams<T>& p, std::size_t rows, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
   pdl::launch(layernorm_warp_kernel<T, kChunks>, blocks, kWarpRowsPerBlock * 32, 0, stream, p,
               static_cast<unsigned>(rows));
@@ -142,21 +86,18 @@ void launch_warp(const NormParams<T>& p, std::size_t rows, cudaStream_t stream) 
 
 // True when the warp kernel ran (the row fits and every operand is vector-aligned).
 template <typename T>
-bool try_warp_kernel(const LayerNormArgs& a, const NormParams<T>& p, cudaStream_t stream) {
-  constexpr std::size_t V = elem::kVec<T>;
-  const bool aligned = elem::vectorizable<T>(a.x, a.ldx, a.cols) && elem::vectorizable<T>(a.out, a.ldo, a.cols) &&
-                       (!a.residual || elem::vectorizable<T>(a.residual, a.ldr, a.cols)) &&
-                       elem::vectorizable<float>(a.w, 0, a.cols) && (!a.b || elem::vectorizable<float>(a.b, 0, a.cols));
-  const std::size_t chunks = (a.cols / V + 31) / 32;
-  if (!aligned || chunks > kWarpMaxChunks) return false;
-  switch (chunks) {
+bool try_warp_kernel(const LayerNormArgs& a, cudaStream_t stream) {
+  if (!norm::warp_row_fits<T>(a.x, a.ldx, a.residual, a.ldr, a.w, a.b, a.out, a.ldo, a.cols)) return false;
+  const norm::RowParams<T> p{reinterpret_cast<const T*>(a.x), a.ldx, reinterpret_cast<const T*>(a.residual), a.ldr,
+                             a.w, a.b, reinterpret_cast<T*>(a.out), a.ldo, static_cast<int>(a.cols), a.eps, a.rms};
+  switch ((a.cols / elem::kVec<T> + 31) / 32) {
     case 1: launch_warp<T, 1>(p, a.rows, stream); break;
     case 2: launch_warp<T, 2>(p, a.rows, stream); break;
     case 3: launch_warp<T, 3>(p, a.rows, stream); break;
     case 4: launch_warp<T, 4>(p, a.rows, stream); break;
     case 5:
     case 6: launch_warp<T, 6>(p, a.rows, stream); break;
-    default: launch_warp<T, kWarpMaxChunks>(p, a.rows, stream); break;
+    default: launch_warp<T, norm::kWarpMaxChunks>(p, a.rows, stream); break;
   }
   return true;
 }
@@ -175,7 +116,7 @@ void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream, DType type) {
     using T = decltype(tag);
     const NormParams<T> p{reinterpret_cast<const T*>(a.x), a.ldx, reinterpret_cast<const T*>(a.residual), a.ldr,
                           a.w, a.b, reinterpret_cast<T*>(a.out), a.ldo, static_cast<int>(a.cols), a.eps, a.rms};
-    if (try_warp_kernel(a, p, stream)) return;
+    if (try_warp_kernel<T>(a, stream)) return;
     pdl::launch(layernorm_kernel<T>, static_cast<unsigned>(a.rows), kThreads, a.cols * sizeof(float), stream, p);
   });
 }

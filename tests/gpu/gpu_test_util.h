@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -40,6 +41,28 @@ inline std::string no_gpu_reason() {
   do {                                                                                    \
     if (::il::test::gpu_count() == 0) GTEST_SKIP() << "SKIPPED (gpu): " << ::il::test::no_gpu_reason(); \
   } while (0)
+
+// Sets an environment variable for the scope (executors read their switches when built) and
+// restores what was there before.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) {
+      unsetenv(name_.c_str());
+    } else {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+};
 
 // A device copy of a host vector; download() brings the current contents back.
 template <typename T>

@@ -133,24 +133,49 @@ TEST_P(GpuHalfModelTest, BatchInvariance) {
 }
 
 TEST_P(GpuHalfModelTest, GraphReplayIsBitIdenticalToEagerRuns) {
-  setenv("IL_CUDA_GRAPHS", "0", 1);
-  std::unique_ptr<Engine> eager;
-  try {
+  std::unique_ptr<Engine> eager, graphed;
+  {
+    const ScopedEnv env("IL_CUDA_GRAPHS", "0");
     eager = Engine::load(fixture_.dir, options(dtype_));
-  } catch (...) {
-    unsetenv("IL_CUDA_GRAPHS");
-    throw;
   }
-  unsetenv("IL_CUDA_GRAPHS");
+  {
+    const ScopedEnv env("IL_CUDA_GRAPHS", "always");
+    graphed = Engine::load(fixture_.dir, options(dtype_));
+  }
   std::vector<TokenInput> inputs;
   for (const FixtureCase* c : all_cases()) inputs.push_back(c->input);
   const Matrix want = run(*eager, inputs);
-  for (int round = 0; round < 3; ++round) {  // eager, capture, replay
-    const Matrix got = run(*engine_, inputs);
-    ASSERT_EQ(got.data.size(), want.data.size());
-    EXPECT_EQ(std::memcmp(got.data.data(), want.data.data(), want.data.size() * sizeof(float)), 0)
-        << label() << " round " << round;
+  for (Engine* engine : {engine_.get(), graphed.get()})
+    for (int round = 0; round < 4; ++round) {  // graphed: eager, capture, replay, replay
+      const Matrix got = run(*engine, inputs);
+      ASSERT_EQ(got.data.size(), want.data.size());
+      EXPECT_EQ(std::memcmp(got.data.data(), want.data.data(), want.data.size() * sizeof(float)), 0)
+          << label() << " round " << round;
+      const Matrix alone = run(*engine, {inputs.front()});
+      const Matrix alone_eager = run(*eager, {inputs.front()});
+      EXPECT_EQ(std::memcmp(alone.data.data(), alone_eager.data.data(), alone.data.size() * sizeof(float)), 0)
+          << label() << " alone, round " << round;
+    }
+  EXPECT_GT(graphed->cuda_graphs(), 0u);
+}
+
+// A lone short input runs its few-row GEMMs with the layer norm after them in one launch
+// (IL_CUDA_FUSE_NORM=0: separately); both must give the same bits.
+TEST_P(GpuHalfModelTest, FusedGemmNormGivesTheUnfusedBits) {
+  std::unique_ptr<Engine> unfused;
+  {
+    const ScopedEnv env("IL_CUDA_FUSE_NORM", "0");
+    unfused = Engine::load(fixture_.dir, options(dtype_));
   }
+  std::size_t short_inputs = 0;
+  for (const FixtureCase* c : all_cases()) {
+    const Matrix a = run(*engine_, {c->input}), b = run(*unfused, {c->input});
+    ASSERT_EQ(a.data.size(), b.data.size());
+    EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)), 0)
+        << label() << ": " << c->input.ids.size() << " tokens";
+    if (c->input.ids.size() <= 16) ++short_inputs;
+  }
+  EXPECT_GT(short_inputs, 0u) << "no input short enough to take the fused path";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuHalfModelTest,

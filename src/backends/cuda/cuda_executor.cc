@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,9 @@ CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device,
   profiling_ = prof != nullptr && std::string(prof) != "0";
   const char* graphs = std::getenv("IL_CUDA_GRAPHS");
   graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
+  graphs_always_ = graphs != nullptr && std::string(graphs) == "always";
+  const char* fuse = std::getenv("IL_CUDA_FUSE_NORM");
+  fuse_norm_ = fuse == nullptr || std::string(fuse) != "0";
   try {
     allocate(plan);
   } catch (...) {
@@ -71,6 +75,8 @@ void CudaExecutor::allocate(plan::Plan& plan) {
   IL_CUDA_CHECK(cudaSetDevice(device_));
   IL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   IL_CUDA_CHECK(cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming));
+  IL_CUDA_CHECK(cudaEventCreate(&shape_start_));
+  IL_CUDA_CHECK(cudaEventCreate(&shape_end_));
   gemm_ = std::make_unique<ops::CublasLtGemm>();
   upload_weights(plan);
 
@@ -91,9 +97,12 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     offset += bytes_of(i);
   }
 
-  // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side.
+  // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side; the
+  // device side ends with the fused GEMM + norm's block counter, zero between launches.
   const std::size_t ints = 3 * max_tokens_ + 1;
-  batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
+  batch_arena_ = DeviceMemory((ints + 1) * sizeof(int32_t));
+  norm_done_ = reinterpret_cast<unsigned*>(batch_arena_.get()) + ints;
+  IL_CUDA_CHECK(cudaMemsetAsync(norm_done_, 0, sizeof(unsigned), stream_));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -176,8 +185,11 @@ void CudaExecutor::release() noexcept {
     cudaEventDestroy(b);
   }
   events_.clear();
-  for (auto& [key, exec] : graphs_)
-    if (exec) cudaGraphExecDestroy(exec);
+  for (auto& [key, shape] : graphs_)
+    if (shape.exec) cudaGraphExecDestroy(shape.exec);
+  if (shape_start_) cudaEventDestroy(shape_start_);
+  if (shape_end_) cudaEventDestroy(shape_end_);
+  shape_start_ = shape_end_ = nullptr;
   graphs_.clear();
   if (upload_done_) cudaEventDestroy(upload_done_);
   upload_done_ = nullptr;
@@ -261,13 +273,17 @@ const float* CudaExecutor::weight(plan::WeightId id, DType t) const {
   return static_cast<const float*>(p);
 }
 
+void CudaExecutor::execute_all(const std::vector<plan::Step>& steps) {
+  for (std::size_t i = 0; i < steps.size();) i += execute_at(steps, i);
+}
+
 void CudaExecutor::run(const std::string& program) {
   check(num_seqs_ > 0, "cuda executor: run before set_batch");
   IL_CUDA_CHECK(cudaSetDevice(device_));
   const auto& steps = plan_.program(program);
   if (!profiling_) {
     if (graphs_enabled_) return run_graph(program, steps);
-    for (const plan::Step& step : steps) execute(step);
+    execute_all(steps);
     return;
   }
   while (events_.size() < steps.size()) {
@@ -279,10 +295,16 @@ void CudaExecutor::run(const std::string& program) {
   // The device waits until the host has enqueued every step (about 30 µs each is ample), so
   // each event pair times the step's kernels and not the host's launch calls between them.
   ops::hold_stream_cuda(std::min(50000.0, 30.0 * static_cast<double>(steps.size())), stream_);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
+  for (std::size_t i = 0; i < steps.size();) {
     IL_CUDA_CHECK(cudaEventRecord(events_[i].first, stream_));
-    execute(steps[i]);
+    const std::size_t done = execute_at(steps, i);
     IL_CUDA_CHECK(cudaEventRecord(events_[i].second, stream_));
+    // A step fused into the one before it shows as zero time; its work is in that step's.
+    for (std::size_t j = i + 1; j < i + done; ++j) {
+      IL_CUDA_CHECK(cudaEventRecord(events_[j].first, stream_));
+      IL_CUDA_CHECK(cudaEventRecord(events_[j].second, stream_));
+    }
+    i += done;
   }
   // Already past the first step: the hold ended before the enqueue did, so later steps may
   // include launch gaps; the report says so. (A program's first run is not counted: it tunes
@@ -293,34 +315,56 @@ void CudaExecutor::run(const std::string& program) {
   record_profile(program);
 }
 
-// Replay through CUDA graphs (the default; IL_CUDA_GRAPHS=0 turns it off): a bucketed batch
-// shape seen for the first time runs eagerly (which also picks the cuBLASLt algorithms and loads
-// the kernels), the second time it is captured, and from then on it is one graph launch. Every
-// host value a launch depends on is in the key (the bucketed counts); the batch arrays sit at
-// the same device addresses for the same bucketed counts, and their contents are uploaded before
-// the launch on the same stream. Eager runs launch the same bucketed shapes, so a replay gives
-// the eager run's bits.
+// Replay through CUDA graphs (IL_CUDA_GRAPHS=0 turns them off). A graph pays where the host's
+// launches, not the kernels, set the pace: a short batch of ~90 small kernels. A large batch
+// keeps the device busy while the host enqueues, so a graph would only hold host memory (the
+// driver's copy of every node). So a bucketed batch shape runs eagerly twice: the first run
+// picks the cuBLASLt algorithms and loads the kernels, the second is timed, host enqueue against
+// device time. A shape whose enqueue took under half its device time stays eager; the others are
+// captured on their third run and replayed from then on. IL_CUDA_GRAPHS=always captures every
+// shape on its second run.
+//
+// Every host value a launch depends on is in the key (the bucketed counts); the batch arrays sit
+// at the same device addresses for the same bucketed counts, and their contents are uploaded
+// before the launch on the same stream. Eager runs launch the same bucketed shapes, so a replay
+// gives the eager run's bits.
 void CudaExecutor::run_graph(const std::string& program, const std::vector<plan::Step>& steps) {
   const GraphKey key{program, num_tokens_, num_seqs_, max_seq_len_, has_types_};
   auto it = graphs_.find(key);
-  if (it != graphs_.end() && it->second != nullptr) {
-    IL_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
-    return;
-  }
-  if (it == graphs_.end() && graphs_.size() >= kMaxGraphs) {  // too many shapes: stay eager
-    for (const plan::Step& step : steps) execute(step);
-    return;
-  }
   if (it == graphs_.end()) {
-    for (const plan::Step& step : steps) execute(step);
-    graphs_.emplace(key, nullptr);
+    if (graphs_.size() >= kMaxShapes) return execute_all(steps);  // too many shapes: stay eager
+    it = graphs_.emplace(key, ShapeRecord{}).first;
+  }
+  ShapeRecord& shape = it->second;
+  if (shape.exec != nullptr) {
+    IL_CUDA_CHECK(cudaGraphLaunch(shape.exec, stream_));
     return;
+  }
+  if (shape.eager_only) return execute_all(steps);
+  const int eager_runs = graphs_always_ ? 1 : 2;
+  if (shape.eager_runs < eager_runs) {
+    if (++shape.eager_runs < eager_runs) return execute_all(steps);
+    if (graphs_always_) return execute_all(steps);
+    IL_CUDA_CHECK(cudaEventRecord(shape_start_, stream_));
+    const auto t0 = std::chrono::steady_clock::now();
+    execute_all(steps);
+    const double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    IL_CUDA_CHECK(cudaEventRecord(shape_end_, stream_));
+    IL_CUDA_CHECK(cudaEventSynchronize(shape_end_));  // once per shape; the caller's read waits anyway
+    float device_ms = 0.0f;
+    IL_CUDA_CHECK(cudaEventElapsedTime(&device_ms, shape_start_, shape_end_));
+    shape.eager_only = host_ms < 0.5 * static_cast<double>(device_ms);
+    return;
+  }
+  if (captured_graphs_ >= kMaxGraphs) {
+    shape.eager_only = true;
+    return execute_all(steps);
   }
   cudaGraph_t graph = nullptr;
   // Relaxed: the launches set function attributes, which the stricter modes may refuse.
   IL_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
   try {
-    for (const plan::Step& step : steps) execute(step);
+    execute_all(steps);
   } catch (...) {
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -331,7 +375,7 @@ void CudaExecutor::run_graph(const std::string& program, const std::vector<plan:
   const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   IL_CUDA_CHECK(e);
-  it->second = exec;
+  shape.exec = exec;
   ++captured_graphs_;
   IL_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
 }
@@ -360,6 +404,46 @@ std::string CudaExecutor::profile_report() const {
   return report;
 }
 
+ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::GemmStep& op) const {
+  const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
+  const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));
+  check(op.x.cols == k && op.y.cols == n, "gemm ", name, ": views ", op.x.cols, " → ", op.y.cols,
+        " do not match the weight [", n, ", ", k, "]");
+  const DType t = type_of(op.x);
+  check(type_of(op.y) == t, "gemm ", name, ": input and output rows differ in kind");
+  return {ptr(op.x), ld(op.x), weight(op.w, t), n, k, weight(op.bias, t), ptr(op.y), ld(op.y), rows(op.x), op.act, t};
+}
+
+ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::LayerNormStep& op) const {
+  const bool has_res = op.residual.buffer >= 0;
+  const DType t = type_of(op.x);
+  check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t), "layernorm ", name,
+        ": operands differ in element type");
+  return {ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr, has_res ? ld(op.residual) : 0,
+          weight(op.w, DType::kF32), weight(op.b, DType::kF32), ptr(op.out), ld(op.out), rows(op.x), op.x.cols,
+          op.eps, op.rms};
+}
+
+// A few-row GEMM whose output the next step layer-normalises runs as one launch with the norm
+// (ops::skinny_gemm_norm_cuda, the same bits as the two steps): at bge-base 1×16 that is 24 of
+// about 90 launches. Everywhere else one step is one execute().
+std::size_t CudaExecutor::execute_at(const std::vector<plan::Step>& steps, std::size_t i) {
+  const auto* gemm = std::get_if<plan::GemmStep>(&steps[i].op);
+  const auto* norm = i + 1 < steps.size() ? std::get_if<plan::LayerNormStep>(&steps[i + 1].op) : nullptr;
+  if (fuse_norm_ && gemm && norm && gemm_->skinny_enabled() && norm->x.buffer == gemm->y.buffer &&
+      norm->x.col == gemm->y.col && norm->x.cols == gemm->y.cols && rows(gemm->x) <= ops::kSkinnyMaxRows) {
+    const ops::GemmCudaArgs g = gemm_args(steps[i].name, *gemm);
+    const ops::LayerNormArgs n = norm_args(steps[i + 1].name, *norm);
+    const ops::SkinnyNormArgs fused{n.residual, n.ldr, n.w, n.b, n.out, n.ldo, n.eps, n.rms, norm_done_};
+    if (ops::skinny_gemm_norm_applies(g, fused)) {
+      ops::skinny_gemm_norm_cuda(g, fused, stream_);
+      return 2;
+    }
+  }
+  execute(steps[i]);
+  return 1;
+}
+
 void CudaExecutor::execute(const plan::Step& step) {
   std::visit(
       [&](const auto& op) {
@@ -371,24 +455,9 @@ void CudaExecutor::execute(const plan::Step& step) {
                            op.out.cols},
                           num_tokens_, stream_, t);
         } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
-          const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
-          const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));
-          check(op.x.cols == k && op.y.cols == n, "gemm ", step.name, ": views ", op.x.cols, " → ", op.y.cols,
-                " do not match the weight [", n, ", ", k, "]");
-          const DType t = type_of(op.x);
-          check(type_of(op.y) == t, "gemm ", step.name, ": input and output rows differ in kind");
-          gemm_->run({ptr(op.x), ld(op.x), weight(op.w, t), n, k, weight(op.bias, t), ptr(op.y), ld(op.y), rows(op.x),
-                      op.act, t},
-                     stream_);
+          gemm_->run(gemm_args(step.name, op), stream_);
         } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
-          const bool has_res = op.residual.buffer >= 0;
-          const DType t = type_of(op.x);
-          check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t), "layernorm ", step.name,
-                ": operands differ in element type");
-          ops::layernorm_cuda({ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,
-                               has_res ? ld(op.residual) : 0, weight(op.w, DType::kF32), weight(op.b, DType::kF32),
-                               ptr(op.out), ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms},
-                              stream_, t);
+          ops::layernorm_cuda(norm_args(step.name, op), stream_, type_of(op.x));
         } else if constexpr (std::is_same_v<T, plan::AttentionStep>) {
           const DType t = type_of(op.q);
           check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", step.name,

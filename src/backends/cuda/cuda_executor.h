@@ -22,6 +22,7 @@
 #include "backends/cuda/device_memory.h"
 #include "core/dtype.h"
 #include "ops/gemm_cuda.h"
+#include "ops/layernorm.h"
 #include "plan/executor.h"
 #include "plan/step_profile.h"
 
@@ -55,6 +56,11 @@ class CudaExecutor final : public plan::Executor {
   void release() noexcept;          // stream, events, cuBLASLt (memory frees itself)
   void upload_weights(plan::Plan& plan);
   void execute(const plan::Step& step);
+  // Runs steps[i] (and steps[i + 1] where it fuses into it); returns how many steps it ran.
+  std::size_t execute_at(const std::vector<plan::Step>& steps, std::size_t i);
+  void execute_all(const std::vector<plan::Step>& steps);
+  ops::GemmCudaArgs gemm_args(const std::string& name, const plan::GemmStep& op) const;
+  ops::LayerNormArgs norm_args(const std::string& name, const plan::LayerNormStep& op) const;
   DType type_of(const plan::View& v) const;  // the element type of the view's buffer
   float* ptr(const plan::View& v) const;     // typed by type_of (a half array behind float*)
   std::size_t ld(const plan::View& v) const;
@@ -87,13 +93,24 @@ class CudaExecutor final : public plan::Executor {
   std::size_t real_tokens_ = 0, real_seqs_ = 0;
   bool has_types_ = false;
 
-  // Each (program, bucketed shape) runs eagerly the first time and is captured as a CUDA graph
-  // the second; profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always eager.
+  // Per (program, bucketed shape): eager runs so far, then either a CUDA graph or "stays eager"
+  // (see run_graph). Profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always
+  // eager; =always: capture every shape on its second run.
   using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool>;
-  static constexpr std::size_t kMaxGraphs = 256;
-  bool graphs_enabled_ = true;
-  std::map<GraphKey, cudaGraphExec_t> graphs_;  // null: seen once, not captured yet
+  struct ShapeRecord {
+    int eager_runs = 0;
+    bool eager_only = false;  // device-bound: a graph would not pay
+    cudaGraphExec_t exec = nullptr;
+  };
+  static constexpr std::size_t kMaxGraphs = 256;    // captured graphs
+  static constexpr std::size_t kMaxShapes = 4096;   // shapes remembered; past it, eager
+  bool graphs_enabled_ = true, graphs_always_ = false;
+  std::map<GraphKey, ShapeRecord> graphs_;
   std::size_t captured_graphs_ = 0;
+  cudaEvent_t shape_start_ = nullptr, shape_end_ = nullptr;  // times a shape's second eager run
+
+  bool fuse_norm_ = true;            // IL_CUDA_FUSE_NORM=0: every step its own launch
+  unsigned* norm_done_ = nullptr;    // the fused GEMM + norm's block counter (device)
 
   bool profiling_ = false;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
