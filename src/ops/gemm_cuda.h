@@ -40,24 +40,6 @@ inline constexpr std::size_t kSkinnyMaxRows = 16;
 bool skinny_gemm_applies(const GemmCudaArgs& a);
 void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream);
 
-// The few-row GEMM and the layer norm after it in one launch (f16 / bf16): y as above, then
-// out = norm(y + residual) row by row, with the bits of skinny_gemm_cuda followed by
-// layernorm_cuda. The last block to finish does the norm; `done` is a device counter that is 0
-// before the launch and is left 0 after it (one per stream: launches on a stream run in order).
-struct SkinnyNormArgs {
-  const void* residual = nullptr;  // [m, n] or null
-  std::size_t ldr = 0;
-  const float* w = nullptr;  // [n] f32
-  const float* b = nullptr;  // [n] f32 or null
-  void* out = nullptr;       // [m, n], may alias y or residual
-  std::size_t ldo = 0;
-  float eps = 1e-12f;
-  bool rms = false;
-  unsigned* done = nullptr;
-};
-bool skinny_gemm_norm_applies(const GemmCudaArgs& a, const SkinnyNormArgs& n);
-void skinny_gemm_norm_cuda(const GemmCudaArgs& a, const SkinnyNormArgs& n, cudaStream_t stream);
-
 // One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
 // allocated once, and per shape the descriptors and the algorithm picked: the heuristic offers up
 // to kCandidates, the first run of the shape times them and keeps the fastest (see tune()), so a
@@ -71,9 +53,6 @@ class CublasLtGemm {
 
   void run(const GemmCudaArgs& a, cudaStream_t stream);
   std::size_t workspace_bytes() const { return workspace_bytes_; }
-  // Whether run() takes skinny_gemm_cuda where it applies (IL_GEMM_SKINNY=0: never); the executor
-  // fuses a following layer norm into it only then.
-  bool skinny_enabled() const { return skinny_; }
 
   // Everything the algorithm choice depends on: sizes, strides, epilogue, pointer alignments,
   // element type.

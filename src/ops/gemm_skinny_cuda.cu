@@ -24,7 +24,6 @@
 #include "ops/elem_cuda.cuh"
 #include "ops/gemm_cuda.h"
 #include "ops/launch_cuda.cuh"
-#include "ops/layernorm_row_cuda.cuh"
 #include "ops/mma_cuda.cuh"
 #include "ops/reduce_cuda.cuh"
 
@@ -112,18 +111,17 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_gemm_kernel(SkinnyParams<T
 
 constexpr int kTcCols = 8;  // the mma's n
 
-// What the fused variant normalises after the GEMM (see skinny_gemm_norm_cuda).
-template <typename T>
-struct TailNorm {
-  norm::RowParams<T> row;  // x = the GEMM's y
-  unsigned* done;          // blocks finished so far; 0 between launches
-};
+// f16 / bf16 on tensor cores, any m ≤ 16 (rows past m are zero operands and never stored).
+// How many of a warp's k blocks of weights are loaded before waiting for the predecessor.
+constexpr int kTcPrefetch = 8;
 
 // f16 / bf16 on tensor cores, any m ≤ 16 (rows past m are zero operands and never stored).
-// kNorm: the last block to finish normalises the m rows of y (see skinny_gemm_norm_cuda).
-template <typename T, int kTcWarps, bool kNorm>
-__global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyParams<T> p, TailNorm<T> tail) {
-  pdl::wait_for_predecessor();
+// The weights and bias are constants of the plan, so the first kTcPrefetch k blocks of each
+// warp's weights (all of them up to k = 8 · 32 · warps) and the bias are loaded before the wait:
+// under programmatic dependent launch that DRAM latency overlaps the previous kernel, and only
+// x, which the previous kernel wrote, is read after it.
+template <typename T, int kTcWarps>
+__global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyParams<T> p) {
   __shared__ float partial[kTcWarps][16 * kTcCols];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4;
@@ -134,56 +132,50 @@ __global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyPar
   const T* x_lo = p.x + static_cast<std::size_t>(lo_ok ? g : p.m - 1) * p.ldx;
   const T* x_hi = p.x + static_cast<std::size_t>(hi_ok ? g + 8 : p.m - 1) * p.ldx;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int k_blocks = (p.k + 31) / 32;
-#pragma unroll 8
-  for (int kb = warp; kb < k_blocks; kb += kTcWarps) {
-    const int k = kb * 32 + t * 8;
-    const bool k_ok = k < p.k;  // k is a multiple of 8: a chunk is all in or all out
-    const uint4 w = w_ok && k_ok ? __ldg(reinterpret_cast<const uint4*>(w_row + k)) : zero;
+  // Lane (g, t) of warp w holds chunk t of weight row g in k blocks w, w + warps, ...
+  uint4 w_pre[kTcPrefetch];
+#pragma unroll
+  for (int j = 0; j < kTcPrefetch; ++j) {
+    const int k = (warp + j * kTcWarps) * 32 + t * 8;  // a multiple of 8: a chunk is all in or all out
+    w_pre[j] = w_ok && k < p.k ? __ldg(reinterpret_cast<const uint4*>(w_row + k)) : zero;
+  }
+  const int i = static_cast<int>(threadIdx.x);
+  const int r = i / kTcCols, col = n0 + i % kTcCols;
+  const bool stores = i < 16 * kTcCols && r < p.m && col < p.n;
+  const float bias = stores && p.bias ? elem::load(p.bias + col) : 0.0f;
+  pdl::wait_for_predecessor();
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const auto step = [&](int k, const uint4& w) {
+    const bool k_ok = k < p.k;
     const uint4 lo = lo_ok && k_ok ? __ldg(reinterpret_cast<const uint4*>(x_lo + k)) : zero;
     const uint4 hi = hi_ok && k_ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + k)) : zero;
     const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
     tc::mma_m16n8k16<T>(c, a0, w.x, w.y);
     tc::mma_m16n8k16<T>(c, a1, w.z, w.w);
+  };
+#pragma unroll
+  for (int j = 0; j < kTcPrefetch; ++j) {
+    const int kb = warp + j * kTcWarps;
+    if (kb >= k_blocks) break;
+    step(kb * 32 + t * 8, w_pre[j]);
+  }
+#pragma unroll 8
+  for (int kb = warp + kTcPrefetch * kTcWarps; kb < k_blocks; kb += kTcWarps) {
+    const int k = kb * 32 + t * 8;
+    step(k, w_ok && k < p.k ? __ldg(reinterpret_cast<const uint4*>(w_row + k)) : zero);
   }
   partial[warp][g * kTcCols + 2 * t] = c[0];
   partial[warp][g * kTcCols + 2 * t + 1] = c[1];
   partial[warp][(g + 8) * kTcCols + 2 * t] = c[2];
   partial[warp][(g + 8) * kTcCols + 2 * t + 1] = c[3];
   __syncthreads();
-  const int i = static_cast<int>(threadIdx.x);
-  const int r = i / kTcCols, col = n0 + i % kTcCols;
-  if (i < 16 * kTcCols && r < p.m && col < p.n) {
-    float s = 0.0f;
+  if (!stores) return;
+  float s = 0.0f;
 #pragma unroll
-    for (int wi = 0; wi < kTcWarps; ++wi) s += partial[wi][i];
-    if (p.bias) s += elem::load(p.bias + col);
-    elem::store(p.y + static_cast<std::size_t>(r) * p.ldy + col, activate(p.act, s));
-  }
-  if constexpr (kNorm) {
-    // The last block to arrive normalises every row: each block makes its stores visible
-    // device-wide before counting itself, the last one sees the count reach the grid size.
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(tail.done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (int row = warp; row < p.m; row += kTcWarps)
-      norm::warp_row<T, norm::kWarpMaxChunks, true>(tail.row, static_cast<std::size_t>(row), lane);
-    if (threadIdx.x == 0) *tail.done = 0;  // ready for the next launch (which waits for this one)
-  }
-}
-
-template <typename T, bool kNorm>
-void launch_tc(const SkinnyParams<T>& p, const TailNorm<T>& tail, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>((p.n + kTcCols - 1) / kTcCols);
-  // Long rows split over more warps: each warp then has at most about 8 blocks of k, whose
-  // loads are all in flight together.
-  if (p.k >= 2048) return pdl::launch(skinny_gemm_tc_kernel<T, 16, kNorm>, blocks, 16 * 32, 0, stream, p, tail);
-  pdl::launch(skinny_gemm_tc_kernel<T, 8, kNorm>, blocks, 8 * 32, 0, stream, p, tail);
+  for (int wi = 0; wi < kTcWarps; ++wi) s += partial[wi][i];
+  if (p.bias) s += bias;
+  elem::store(p.y + static_cast<std::size_t>(r) * p.ldy + col, activate(p.act, s));
 }
 
 template <typename T, int kRows>
@@ -219,34 +211,11 @@ void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream) {
       return launch<T, kSkinnyMaxRows>(p, stream);
     } else {
       static_assert(kSkinnyMaxRows <= 16, "one m16 tile");
-      launch_tc<T, false>(p, {}, stream);
-    }
-  });
-}
-
-bool skinny_gemm_norm_applies(const GemmCudaArgs& a, const SkinnyNormArgs& n) {
-  if (a.type == DType::kF32 || !skinny_gemm_applies(a) || !n.w || !n.out || !n.done) return false;
-  bool ok = false;
-  elem::dispatch(a.type, [&](auto tag) {
-    using T = decltype(tag);
-    ok = norm::warp_row_fits<T>(a.y, a.ldy, n.residual, n.ldr, n.w, n.b, n.out, n.ldo, a.n);
-  });
-  return ok;
-}
-
-void skinny_gemm_norm_cuda(const GemmCudaArgs& a, const SkinnyNormArgs& n, cudaStream_t stream) {
-  check(skinny_gemm_norm_applies(a, n), "skinny gemm + norm: shape, type or alignment it does not handle (m ", a.m,
-        ", n ", a.n, ", k ", a.k, ")");
-  elem::dispatch(a.type, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, float>) {
-      const SkinnyParams<T> p{static_cast<const T*>(a.x), a.ldx, static_cast<const T*>(a.w),
-                              static_cast<const T*>(a.bias), static_cast<T*>(a.y), a.ldy,
-                              static_cast<int>(a.m), static_cast<int>(a.n), static_cast<int>(a.k), a.act};
-      const TailNorm<T> tail{{static_cast<const T*>(a.y), a.ldy, static_cast<const T*>(n.residual), n.ldr, n.w, n.b,
-                              static_cast<T*>(n.out), n.ldo, static_cast<int>(a.n), n.eps, n.rms},
-                             n.done};
-      launch_tc<T, true>(p, tail, stream);
+      const auto blocks = static_cast<unsigned>((p.n + kTcCols - 1) / kTcCols);
+      // Long rows split over more warps: each warp then has at most about 8 blocks of k, whose
+      // loads are all in flight together.
+      if (p.k >= 2048) return pdl::launch(skinny_gemm_tc_kernel<T, 16>, blocks, 16 * 32, 0, stream, p);
+      pdl::launch(skinny_gemm_tc_kernel<T, 8>, blocks, 8 * 32, 0, stream, p);
     }
   });
 }

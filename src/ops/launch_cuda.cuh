@@ -3,8 +3,12 @@
 // through pdl::launch, a kernel may start while its predecessor is still running; its first
 // statement, pdl::wait_for_predecessor(), holds every thread until the predecessor has finished
 // and its writes are visible, and then lets the next kernel start launching in turn. So the
-// launch cost overlaps the previous kernel and the ordering is exactly the stream's: nothing is
-// read or written before the wait. Each kernel launched this way must begin with the wait.
+// launch cost overlaps the previous kernel and the ordering is exactly the stream's: nothing the
+// stream's earlier work writes is read, and nothing is written, before the wait. Each kernel
+// launched this way calls the wait before touching activations; the only reads allowed before
+// it are the plan's constants (weights, biases, norm parameters), which are complete before any
+// kernel that reads them is launched (the executor uploads and synchronises at construction), so
+// their latency can overlap the previous kernel (ops/gemm_skinny_cuda.cu, ops/layernorm_cuda.cu).
 // IL_CUDA_PDL=0 launches normally (the wait is then a no-op); before sm_90 both are plain.
 #pragma once
 

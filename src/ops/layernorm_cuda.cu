@@ -1,7 +1,7 @@
 // LayerNorm / RMSNorm with fused residual, mean then centred variance (two passes, as the CPU
 // op), in f32. Two kernels:
-// - warp per row (ops/layernorm_row_cuda.cuh), for rows that split into aligned 16-byte vectors
-//   and fit in registers (2048 f16 / bf16 or 1024 f32 columns): each lane loads its
+// - warp per row, for rows that split into aligned 16-byte vectors and fit in registers (up to
+//   kWarpMaxChunks vectors per lane: 2048 f16 / bf16 or 1024 f32 columns): each lane loads its
 //   vectors of x and residual at once, so a warp has all its row's loads in flight, and the
 //   reductions are shuffles only. A warp-per-row kernel with one 2-byte load per element
 //   measured slower than the block kernel on the H200 (0.146 vs 0.12 ms per call, bge-base
@@ -11,7 +11,6 @@
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
-#include "ops/layernorm_row_cuda.cuh"
 #include "ops/ops_cuda.h"
 #include "ops/reduce_cuda.cuh"
 
@@ -67,18 +66,100 @@ __global__ void layernorm_kernel(NormParams<T> p) {
 }
 
 constexpr int kWarpRowsPerBlock = 4;
+constexpr int kWarpMaxChunks = 8;
 
-// One warp per row (ops/layernorm_row_cuda.cuh).
+// One warp per row; chunk c of lane l holds columns [(32c + l)·V, +V) (V = kVec<T>), present
+// when below cols (a multiple of V). kChunks ≥ the row's chunk count.
+// The f32 weight and bias are 16-byte aligned at col (device allocations, col % 4 == 0).
+template <int V>
+__device__ __forceinline__ void load_affine(const float* w, const float* b, int col, float (&wv)[V], float (&bv)[V]) {
+#pragma unroll
+  for (int i = 0; i < V; i += 4) {
+    const float4 a = *reinterpret_cast<const float4*>(w + col + i);
+    const float4 c = b ? *reinterpret_cast<const float4*>(b + col + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+    wv[i] = a.x, wv[i + 1] = a.y, wv[i + 2] = a.z, wv[i + 3] = a.w;
+    bv[i] = c.x, bv[i + 1] = c.y, bv[i + 2] = c.z, bv[i + 3] = c.w;
+  }
+}
+
+// One warp per row; chunk c of lane l holds columns [(32c + l)·V, +V) (V = kVec<T>), present
+// when below cols (a multiple of V). kChunks ≥ the row's chunk count. Rows of up to 4 chunks
+// (1024 f16 / bf16 columns) load the norm's weight and bias before waiting for the predecessor
+// (they are constants of the plan: under programmatic dependent launch that latency overlaps
+// the previous kernel); longer rows load them after, to keep the registers.
 template <typename T, int kChunks>
-__global__ void layernorm_warp_kernel(norm::RowParams<T> p, unsigned rows) {
-  pdl::wait_for_predecessor();
+__global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
+  constexpr int V = elem::kVec<T>;
+  constexpr bool kEarly = kChunks <= 4;
   const unsigned r = blockIdx.x * kWarpRowsPerBlock + threadIdx.x / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  float w_early[kEarly ? kChunks : 1][V], b_early[kEarly ? kChunks : 1][V];
+  if constexpr (kEarly) {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int col = (c * 32 + lane) * V;
+      if (r < rows && col < p.cols) load_affine<V>(p.w, p.b, col, w_early[c], b_early[c]);
+    }
+  }
+  pdl::wait_for_predecessor();
   if (r >= rows) return;
-  norm::warp_row<T, kChunks>(p, r, static_cast<int>(threadIdx.x % 32));
+  const T* x = p.x + r * p.ldx;
+  const T* res = p.residual ? p.residual + r * p.ldr : nullptr;
+  float v[kChunks][V];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int col = (c * 32 + lane) * V;
+    if (col < p.cols) elem::load_vec(x + col, v[c]);
+  }
+  if (res) {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int col = (c * 32 + lane) * V;
+      if (col < p.cols) {
+        float add[V];
+        elem::load_vec(res + col, add);
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[c][i] += add[i];
+      }
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+    if ((c * 32 + lane) * V < p.cols)
+#pragma unroll
+      for (int i = 0; i < V; ++i) sum += v[c][i];
+  sum = cuda_reduce::warp_sum(sum);
+  const float mean = p.rms ? 0.0f : sum / static_cast<float>(p.cols);
+  float sq = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+    if ((c * 32 + lane) * V < p.cols)
+#pragma unroll
+      for (int i = 0; i < V; ++i) sq += (v[c][i] - mean) * (v[c][i] - mean);
+  sq = cuda_reduce::warp_sum(sq);
+  const float inv = 1.0f / sqrtf(sq / static_cast<float>(p.cols) + p.eps);
+  T* out = p.out + r * p.ldo;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int col = (c * 32 + lane) * V;
+    if (col >= p.cols) continue;
+    float w[V], b[V];
+    if constexpr (kEarly) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) w[i] = w_early[c][i], b[i] = b_early[c][i];
+    } else {
+      load_affine<V>(p.w, p.b, col, w, b);
+    }
+    float y[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) y[i] = (v[c][i] - mean) * inv * w[i] + b[i];
+    elem::store_vec(out + col, y);
+  }
 }
 
 template <typename T, int kChunks>
-void launch_warp(const norm::RowParams<T>& p, std::size_t rows, cudaStream_t stream) {
+void launch_warp(const NormParams<T>& p, std::size_t rows, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
   pdl::launch(layernorm_warp_kernel<T, kChunks>, blocks, kWarpRowsPerBlock * 32, 0, stream, p,
               static_cast<unsigned>(rows));
@@ -86,18 +167,21 @@ void launch_warp(const norm::RowParams<T>& p, std::size_t rows, cudaStream_t str
 
 // True when the warp kernel ran (the row fits and every operand is vector-aligned).
 template <typename T>
-bool try_warp_kernel(const LayerNormArgs& a, cudaStream_t stream) {
-  if (!norm::warp_row_fits<T>(a.x, a.ldx, a.residual, a.ldr, a.w, a.b, a.out, a.ldo, a.cols)) return false;
-  const norm::RowParams<T> p{reinterpret_cast<const T*>(a.x), a.ldx, reinterpret_cast<const T*>(a.residual), a.ldr,
-                             a.w, a.b, reinterpret_cast<T*>(a.out), a.ldo, static_cast<int>(a.cols), a.eps, a.rms};
-  switch ((a.cols / elem::kVec<T> + 31) / 32) {
+bool try_warp_kernel(const LayerNormArgs& a, const NormParams<T>& p, cudaStream_t stream) {
+  constexpr std::size_t V = elem::kVec<T>;
+  const bool aligned = elem::vectorizable<T>(a.x, a.ldx, a.cols) && elem::vectorizable<T>(a.out, a.ldo, a.cols) &&
+                       (!a.residual || elem::vectorizable<T>(a.residual, a.ldr, a.cols)) &&
+                       elem::vectorizable<float>(a.w, 0, a.cols) && (!a.b || elem::vectorizable<float>(a.b, 0, a.cols));
+  const std::size_t chunks = (a.cols / V + 31) / 32;
+  if (!aligned || chunks > kWarpMaxChunks) return false;
+  switch (chunks) {
     case 1: launch_warp<T, 1>(p, a.rows, stream); break;
     case 2: launch_warp<T, 2>(p, a.rows, stream); break;
     case 3: launch_warp<T, 3>(p, a.rows, stream); break;
     case 4: launch_warp<T, 4>(p, a.rows, stream); break;
     case 5:
     case 6: launch_warp<T, 6>(p, a.rows, stream); break;
-    default: launch_warp<T, norm::kWarpMaxChunks>(p, a.rows, stream); break;
+    default: launch_warp<T, kWarpMaxChunks>(p, a.rows, stream); break;
   }
   return true;
 }
@@ -116,7 +200,7 @@ void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream, DType type) {
     using T = decltype(tag);
     const NormParams<T> p{reinterpret_cast<const T*>(a.x), a.ldx, reinterpret_cast<const T*>(a.residual), a.ldr,
                           a.w, a.b, reinterpret_cast<T*>(a.out), a.ldo, static_cast<int>(a.cols), a.eps, a.rms};
-    if (try_warp_kernel<T>(a, stream)) return;
+    if (try_warp_kernel(a, p, stream)) return;
     pdl::launch(layernorm_kernel<T>, static_cast<unsigned>(a.rows), kThreads, a.cols * sizeof(float), stream, p);
   });
 }

@@ -8,7 +8,6 @@
 
 #include <cmath>
 
-#include "core/error.h"
 #include "core/thread_pool.h"
 #include "gpu_test_util.h"
 #include "half_test_util.h"
@@ -158,71 +157,6 @@ TEST_P(HalfOps, LayerNormMatchesCpuWithResidualAndAliasing) {
           EXPECT_LE(rel_error(res.download(), cpu), tol())
               << type_name(t) << " rows=" << rows << " cols=" << cols << " rms=" << rms << " dense=" << dense;
         }
-}
-
-// The few-row GEMM with the layer norm after it in one launch must give the bits of the two
-// kernels run one after the other, launch after launch (its block counter resets itself), with
-// the norm written over the residual as the executor does; and it must refuse what it cannot do.
-TEST_P(HalfOps, SkinnyGemmNormGivesTheSeparateKernelsBits) {
-  IL_REQUIRE_GPU();
-  const DType t = GetParam();
-  uint32_t seed = 1300;
-  DeviceArray<unsigned> done(std::vector<unsigned>{0});
-  for (const auto& [k, n] : {std::pair<std::size_t, std::size_t>{768, 768}, {3072, 768}, {384, 1024}, {96, 40},
-                             {64, 2048}})
-    for (std::size_t m : {1, 5, 16})
-      for (bool rms : {false, true})
-        for (bool with_res : {false, true}) {
-          const HalfArray w(random_vector(n * k, seed++, 0.2f), t), bias(random_vector(n, seed++, 0.5f), t);
-          const HalfArray x(random_vector(m * k, seed++, 1.0f), t);
-          const auto res_host = random_vector(m * n, seed++, 1.0f);
-          auto nw = random_vector(n, seed++, 0.3f);
-          for (float& v : nw) v += 1.0f;
-          const DeviceArray<float> dw(nw), db(random_vector(n, seed++, 0.3f));
-          // Reference: the two kernels.
-          const HalfArray y_ref(std::vector<float>(m * n, 0.0f), t), res_ref(res_host, t);
-          const ops::GemmCudaArgs g_ref{x.get(), k, w.get(), n, k, bias.get(), y_ref.get(), n, m, Activation::kNone, t};
-          ops::skinny_gemm_cuda(g_ref, nullptr);
-          ops::layernorm_cuda({y_ref.as_float(), n, with_res ? res_ref.as_float() : nullptr, n, dw.get(),
-                               rms ? nullptr : db.get(), res_ref.as_float(), n, m, n, 1e-12f, rms},
-                              nullptr, t);
-          const auto want_y = y_ref.download(), want = res_ref.download();
-          for (int launch = 0; launch < 3; ++launch) {
-            const HalfArray y(std::vector<float>(m * n, 0.0f), t), res(res_host, t);
-            const ops::GemmCudaArgs g{x.get(), k, w.get(), n, k, bias.get(), y.get(), n, m, Activation::kNone, t};
-            const ops::SkinnyNormArgs norm{with_res ? res.get() : nullptr, n, dw.get(), rms ? nullptr : db.get(),
-                                           res.get(), n, 1e-12f, rms, done.get()};
-            ASSERT_TRUE(ops::skinny_gemm_norm_applies(g, norm));
-            ops::skinny_gemm_norm_cuda(g, norm, nullptr);
-            const std::string where = type_name(t) + " m=" + std::to_string(m) + " k=" + std::to_string(k) +
-                                      " n=" + std::to_string(n) + " rms=" + std::to_string(rms) +
-                                      " residual=" + std::to_string(with_res) + " launch=" + std::to_string(launch);
-            EXPECT_EQ(y.download(), want_y) << where;
-            EXPECT_EQ(res.download(), want) << where;
-            EXPECT_EQ(done.download().front(), 0u) << where;
-          }
-        }
-  // Refused: f32, a row the warp norm cannot hold (over 2048 columns) or split into vectors, no counter.
-  const HalfArray w(random_vector(4096 * 64, 1, 0.2f), t), x(random_vector(16 * 64, 2, 1.0f), t),
-      y(std::vector<float>(16 * 4096, 0.0f), t);
-  const DeviceArray<float> dw(std::vector<float>(4096, 1.0f));
-  const ops::SkinnyNormArgs norm{nullptr, 0, dw.get(), nullptr, y.get(), 4096, 1e-12f, false, done.get()};
-  EXPECT_FALSE(ops::skinny_gemm_norm_applies({x.get(), 64, w.get(), 4096, 64, nullptr, y.get(), 4096, 16,
-                                              Activation::kNone, t},
-                                             norm));
-  EXPECT_FALSE(ops::skinny_gemm_norm_applies({x.get(), 64, w.get(), 4090, 64, nullptr, y.get(), 4090, 16,
-                                              Activation::kNone, t},
-                                             {nullptr, 0, dw.get(), nullptr, y.get(), 4090, 1e-12f, false, done.get()}));
-  EXPECT_FALSE(ops::skinny_gemm_norm_applies({x.get(), 64, w.get(), 1024, 64, nullptr, y.get(), 1024, 16,
-                                              Activation::kNone, DType::kF32},
-                                             norm));
-  EXPECT_FALSE(ops::skinny_gemm_norm_applies({x.get(), 64, w.get(), 1024, 64, nullptr, y.get(), 1024, 16,
-                                              Activation::kNone, t},
-                                             {nullptr, 0, dw.get(), nullptr, y.get(), 1024, 1e-12f, false, nullptr}));
-  EXPECT_THROW(ops::skinny_gemm_norm_cuda({x.get(), 64, w.get(), 4096, 64, nullptr, y.get(), 4096, 16,
-                                           Activation::kNone, t},
-                                          norm, nullptr),
-               Error);
 }
 
 TEST_P(HalfOps, AttentionMatchesCpuOnRaggedBatches) {

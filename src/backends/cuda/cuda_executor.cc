@@ -34,8 +34,6 @@ CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device,
   const char* graphs = std::getenv("IL_CUDA_GRAPHS");
   graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
   graphs_always_ = graphs != nullptr && std::string(graphs) == "always";
-  const char* fuse = std::getenv("IL_CUDA_FUSE_NORM");
-  fuse_norm_ = fuse == nullptr || std::string(fuse) != "0";
   try {
     allocate(plan);
   } catch (...) {
@@ -97,12 +95,9 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     offset += bytes_of(i);
   }
 
-  // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side; the
-  // device side ends with the fused GEMM + norm's block counter, zero between launches.
+  // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side.
   const std::size_t ints = 3 * max_tokens_ + 1;
-  batch_arena_ = DeviceMemory((ints + 1) * sizeof(int32_t));
-  norm_done_ = reinterpret_cast<unsigned*>(batch_arena_.get()) + ints;
-  IL_CUDA_CHECK(cudaMemsetAsync(norm_done_, 0, sizeof(unsigned), stream_));
+  batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -274,7 +269,7 @@ const float* CudaExecutor::weight(plan::WeightId id, DType t) const {
 }
 
 void CudaExecutor::execute_all(const std::vector<plan::Step>& steps) {
-  for (std::size_t i = 0; i < steps.size();) i += execute_at(steps, i);
+  for (const plan::Step& step : steps) execute(step);
 }
 
 void CudaExecutor::run(const std::string& program) {
@@ -295,16 +290,10 @@ void CudaExecutor::run(const std::string& program) {
   // The device waits until the host has enqueued every step (about 30 µs each is ample), so
   // each event pair times the step's kernels and not the host's launch calls between them.
   ops::hold_stream_cuda(std::min(50000.0, 30.0 * static_cast<double>(steps.size())), stream_);
-  for (std::size_t i = 0; i < steps.size();) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
     IL_CUDA_CHECK(cudaEventRecord(events_[i].first, stream_));
-    const std::size_t done = execute_at(steps, i);
+    execute(steps[i]);
     IL_CUDA_CHECK(cudaEventRecord(events_[i].second, stream_));
-    // A step fused into the one before it shows as zero time; its work is in that step's.
-    for (std::size_t j = i + 1; j < i + done; ++j) {
-      IL_CUDA_CHECK(cudaEventRecord(events_[j].first, stream_));
-      IL_CUDA_CHECK(cudaEventRecord(events_[j].second, stream_));
-    }
-    i += done;
   }
   // Already past the first step: the hold ended before the enqueue did, so later steps may
   // include launch gaps; the report says so. (A program's first run is not counted: it tunes
@@ -422,26 +411,6 @@ ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::
   return {ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr, has_res ? ld(op.residual) : 0,
           weight(op.w, DType::kF32), weight(op.b, DType::kF32), ptr(op.out), ld(op.out), rows(op.x), op.x.cols,
           op.eps, op.rms};
-}
-
-// A few-row GEMM whose output the next step layer-normalises runs as one launch with the norm
-// (ops::skinny_gemm_norm_cuda, the same bits as the two steps): at bge-base 1×16 that is 24 of
-// about 90 launches. Everywhere else one step is one execute().
-std::size_t CudaExecutor::execute_at(const std::vector<plan::Step>& steps, std::size_t i) {
-  const auto* gemm = std::get_if<plan::GemmStep>(&steps[i].op);
-  const auto* norm = i + 1 < steps.size() ? std::get_if<plan::LayerNormStep>(&steps[i + 1].op) : nullptr;
-  if (fuse_norm_ && gemm && norm && gemm_->skinny_enabled() && norm->x.buffer == gemm->y.buffer &&
-      norm->x.col == gemm->y.col && norm->x.cols == gemm->y.cols && rows(gemm->x) <= ops::kSkinnyMaxRows) {
-    const ops::GemmCudaArgs g = gemm_args(steps[i].name, *gemm);
-    const ops::LayerNormArgs n = norm_args(steps[i + 1].name, *norm);
-    const ops::SkinnyNormArgs fused{n.residual, n.ldr, n.w, n.b, n.out, n.ldo, n.eps, n.rms, norm_done_};
-    if (ops::skinny_gemm_norm_applies(g, fused)) {
-      ops::skinny_gemm_norm_cuda(g, fused, stream_);
-      return 2;
-    }
-  }
-  execute(steps[i]);
-  return 1;
 }
 
 void CudaExecutor::execute(const plan::Step& step) {

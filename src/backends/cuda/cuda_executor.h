@@ -56,8 +56,6 @@ class CudaExecutor final : public plan::Executor {
   void release() noexcept;          // stream, events, cuBLASLt (memory frees itself)
   void upload_weights(plan::Plan& plan);
   void execute(const plan::Step& step);
-  // Runs steps[i] (and steps[i + 1] where it fuses into it); returns how many steps it ran.
-  std::size_t execute_at(const std::vector<plan::Step>& steps, std::size_t i);
   void execute_all(const std::vector<plan::Step>& steps);
   ops::GemmCudaArgs gemm_args(const std::string& name, const plan::GemmStep& op) const;
   ops::LayerNormArgs norm_args(const std::string& name, const plan::LayerNormStep& op) const;
@@ -108,9 +106,6 @@ class CudaExecutor final : public plan::Executor {
   std::map<GraphKey, ShapeRecord> graphs_;
   std::size_t captured_graphs_ = 0;
   cudaEvent_t shape_start_ = nullptr, shape_end_ = nullptr;  // times a shape's second eager run
-
-  bool fuse_norm_ = true;            // IL_CUDA_FUSE_NORM=0: every step its own launch
-  unsigned* norm_done_ = nullptr;    // the fused GEMM + norm's block counter (device)
 
   bool profiling_ = false;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
