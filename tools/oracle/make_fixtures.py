@@ -1024,6 +1024,93 @@ def make_jina_copy(src, dst):
 # tokenizer conformance cases
 
 
+# Prompts of the include_prompt: false fixture: a short one, a long instruction (truncation
+# then cuts the text, never the prompt) and the empty one (sentence-transformers still counts a
+# prompt_length for it, see prompt_pooling_case).
+PROMPT_POOLING_PROMPTS = {
+    "query": "query: ",
+    "instruct": "Represent this sentence for searching relevant passages about the text: ",
+    "document": "",
+}
+
+
+def prompt_pooling_case(st, hf, hf_tok, tok_trunc, folder, text, prompt_name):
+    """One text under one prompt: sentence-transformers' pooled vector, and the number of
+    leading tokens it left out of the mean (found by matching transformers' hidden states)."""
+    full = PROMPT_POOLING_PROMPTS[prompt_name] + text
+    ids, types, offs = tokenize_case(tok_trunc, hf_tok, full)
+    hidden = base_forward(hf, ids, types)
+    pooled = st_encode(st, [text], prompt_name=prompt_name)[0]
+    prompt = PROMPT_POOLING_PROMPTS[prompt_name]
+    tokenized = st.tokenize([prompt])
+    counted = int(tokenized["input_ids"].shape[-1]) - 1  # sentence-transformers' prompt_length
+    candidates = [counted, 0]
+    for skip in candidates:
+        rest = hidden[skip:] if skip < len(ids) else hidden[:0]
+        mine = pool(rest, "mean") if len(rest) else np.zeros(HIDDEN, dtype=np.float32)
+        if max_abs(mine, pooled) <= TOL:
+            return {"text": full, "input_text": text, "prompt_name": prompt_name, "prompt_length": skip,
+                    "input_ids": ids, "token_type_ids": types, "offsets": offs, "pooled": flist(pooled)}
+    raise AssertionError(f"{folder.name}: {prompt_name!r} + {text!r}: ST's vector is the mean of neither the "
+                         f"tokens after {counted} nor all tokens")
+
+
+def make_prompt_pooling_copy(src, dst):
+    """bert-mean's model with include_prompt: false in its Pooling config: sentence-transformers
+    then leaves the prompt's tokens out of the mean (INSTRUCTOR-style models)."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    (dst / "expected.json").unlink()
+    patch_json(dst / "1_Pooling" / "config.json", lambda c: c.__setitem__("include_prompt", False))
+    patch_json(dst / "config_sentence_transformers.json",
+               lambda c: c.__setitem__("prompts", dict(PROMPT_POOLING_PROMPTS)))
+    st = st_load(dst)
+    if getattr(st[1], "include_prompt", None) is not False:
+        raise AssertionError(f"{dst.name}: sentence-transformers did not load include_prompt: false")
+    hf_tok = AutoTokenizer.from_pretrained(str(dst))
+    hf = hf_from_pretrained(AutoModel, dst)
+    tok_trunc = truncating_copy(Tokenizer.from_file(str(dst / "tokenizer.json")))
+    cases, lengths = [], {}
+    texts = [t for t in EMBED_TEXTS if t]
+    for name in PROMPT_POOLING_PROMPTS:
+        for text in texts:
+            case = prompt_pooling_case(st, hf, hf_tok, tok_trunc, dst, text, name)
+            lengths.setdefault(name, set()).add(case["prompt_length"])
+            cases.append(case)
+    for text in texts[:3]:  # no prompt: every token counts, as in bert-mean
+        ids, types, offs = tokenize_case(tok_trunc, hf_tok, text)
+        pooled = st_encode(st, [text])[0]
+        check_close(f"{dst.name} plain {text!r}", pooled, pool(base_forward(hf, ids, types), "mean"))
+        cases.append({"text": text, "input_ids": ids, "token_type_ids": types, "offsets": offs,
+                      "pooled": flist(pooled)})
+    # Padded batches must agree with the one-at-a-time vectors (the mask is cut per row).
+    worst = 0.0
+    for name in PROMPT_POOLING_PROMPTS:
+        batch = st_encode(st, texts, prompt_name=name, batch_size=len(texts))
+        singles = [c for c in cases if c.get("prompt_name") == name]
+        for row, c in zip(batch, singles):
+            worst = max(worst, check_close(f"{dst.name} ST batch {name}", row, c["pooled"]))
+    expected = {
+        "kind": "embedding",
+        "model": dst.name,
+        "pooling": "mean",
+        "normalize": True,
+        "include_prompt": False,
+        "max_length": MAX_LEN,
+        "generator": {
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "sentence_transformers": __import__("sentence_transformers").__version__,
+        },
+        "cases": cases,
+        "id_cases": [],
+    }
+    write_json(dst / "expected.json", expected, indent=None)
+    return {"cases": len(cases), "prompt_lengths": {k: sorted(v) for k, v in lengths.items()},
+            "batch_max_abs_diff": worst}
+
+
 def write_wordpiece_cases(out, tok_path):
     tok = Tokenizer.from_file(str(tok_path))
     lines = []
@@ -1066,9 +1153,16 @@ def main():
     ap.add_argument("--out", default="tests/fixtures", help="output folder (default tests/fixtures)")
     ap.add_argument("--retrain-vocab", action="store_true",
                     help="train the WordPiece vocabulary again from train_corpus.txt into wordpiece_vocab.txt")
+    ap.add_argument("--only-prompt-pooling", action="store_true",
+                    help="only (re)build bert-mean-noprompt from the existing bert-mean folder")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.only_prompt_pooling:
+        torch.manual_seed(0)
+        torch.set_num_threads(1)
+        print("bert-mean-noprompt:", make_prompt_pooling_copy(out / "bert-mean", out / "bert-mean-noprompt"))
+        return 0
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -1152,6 +1246,8 @@ def main():
             assert e1.ids == e2.ids and e1.type_ids == e2.type_ids, (name, q, d)
     for name in summary:
         assert read_json(out / name / "config.json").get("inferencelayer_random_weights") is True, name
+
+    summary["bert-mean-noprompt"] = make_prompt_pooling_copy(out / "bert-mean", out / "bert-mean-noprompt")
 
     n_wp = write_wordpiece_cases(out, out / "bert-mean" / "tokenizer.json")
 
