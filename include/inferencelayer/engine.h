@@ -62,6 +62,7 @@ struct ModelInfo {
   std::string tokenizer;       // tokenizer model kind ("WordPiece", ...) or "" when absent
   std::map<std::string, std::string> prompts;  // config_sentence_transformers.json
   std::string default_prompt_name;
+  bool include_prompt = true;  // 1_Pooling: false = pooling leaves a prompt's tokens out
   std::string backend;         // where it runs: "cpu", "cuda:0", ...
   std::string compute_dtype;   // "f32", "f16" or "bf16"
 };
@@ -116,6 +117,10 @@ class Engine {
                                         const TokenizeOptions& options) const;
   virtual std::vector<TokenDetail> token_details(std::string_view text,
                                                  const TokenizeOptions& options) const;
+  // How many leading tokens of prompt + text are the prompt's, counted as sentence-transformers
+  // counts them (its prompt_length): the prompt tokenized alone, special tokens included, minus
+  // one; 0 for an empty prompt. Set it as TokenInput::prompt_tokens of each prompted input.
+  virtual std::size_t prompt_tokens(std::string_view prompt) const;
   // Token ids back to text with the folder's decoder.
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
 

@@ -51,6 +51,9 @@ struct Matrix {
 struct TokenInput {
   std::vector<int32_t> ids;
   std::vector<int32_t> type_ids;
+  // How many leading tokens came from a prompt put before the text (Engine::prompt_tokens).
+  // Embedding models whose Pooling config says include_prompt: false pool without them.
+  std::size_t prompt_tokens = 0;
 };
 
 }  // namespace il

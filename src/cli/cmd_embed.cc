@@ -51,8 +51,9 @@ std::string resolve_prompt(const EmbedArgs& a, const ModelInfo& info) {
                    (known.empty() ? std::string(" (it defines no prompts)") : " (it defines: " + known + ")"));
 }
 
+// prompt_tokens: engine.prompt_tokens(prefix), counted once per run.
 TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std::string& prefix,
-                           bool truncate) {
+                           std::size_t prompt_tokens, bool truncate) {
   std::string text;
   if (r.is_json) {
     const bool has_text = has_key(r.json, "text");
@@ -66,7 +67,9 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
   }
   if (text.empty()) throw input_error(r.where, "empty text");
   try {
-    return engine.tokenize(prefix.empty() ? text : prefix + text, truncate);
+    TokenInput in = engine.tokenize(prefix.empty() ? text : prefix + text, truncate);
+    in.prompt_tokens = prompt_tokens;
+    return in;
   } catch (const Error& e) {
     throw input_error(r.where, e.what());  // too long with --no-truncate, invalid UTF-8
   }
@@ -117,6 +120,7 @@ void run_embed(const EmbedArgs& a) {
     throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the embedding size " +
                      std::to_string(info.output_dim));
   const std::string prefix = resolve_prompt(a, info);
+  const std::size_t prompt_tokens = engine->prompt_tokens(prefix);
   const InputChecker checker(a.engine.model, static_cast<std::size_t>(info.max_tokens));
 
   RecordSource src = a.texts.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format)
@@ -127,7 +131,7 @@ void run_embed(const EmbedArgs& a) {
   run_in_chunks(
       src, a.engine.max_batch_tokens, progress,
       [&](const InputRecord& r) {
-        TokenInput in = record_to_input(r, *engine, prefix, !a.no_truncate);
+        TokenInput in = record_to_input(r, *engine, prefix, prompt_tokens, !a.no_truncate);
         checker.check(in, r.where);
         return in;
       },

@@ -54,6 +54,7 @@ nlohmann::ordered_json to_json(const ModelInfo& i) {
   for (const auto& [k, v] : i.prompts) j["prompts"][k] = v;
   j["default_prompt_name"] =
       i.default_prompt_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(i.default_prompt_name);
+  j["include_prompt"] = i.include_prompt;
   j["random_weights"] = i.random_weights;
   return j;
 }
@@ -88,6 +89,7 @@ void print_human(const ModelInfo& i) {
   if (i.kind == ModelKind::kEmbedding) {
     print_row("pooling", std::string(pooling_name(i.pooling)));
     print_row("normalize", i.normalize ? "yes" : "no");
+    if (!i.include_prompt) print_row("prompt tokens", "left out of pooling (include_prompt: false)");
     print_row("output dimensions", std::to_string(i.output_dim));
   }
   print_row("sentence-transformers", i.sentence_transformers ? "yes" : "no");

@@ -1,5 +1,8 @@
 // Per-sequence pooling of token rows: mean over the sequence's rows, its first row (CLS), or its
-// last row. Ragged batches hold no padding, so every row of a sequence counts.
+// last row. Ragged batches hold no padding, so every row of a sequence counts, except leading
+// prompt rows a model pools without (sentence-transformers' include_prompt: false): with
+// pool_starts, mean and last-token pooling read rows [pool_starts[s], seq_starts[s + 1]) and
+// CLS still reads the sequence's first row. An empty range pools to zeros.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +22,7 @@ struct PoolArgs {
   std::size_t num_seqs = 0;
   std::size_t cols = 0;
   PoolingMode mode = PoolingMode::kMean;
+  const int32_t* pool_starts = nullptr;  // [num_seqs] or null (= seq_starts)
 };
 
 void pool_cpu(const PoolArgs& a, ThreadPool& pool);

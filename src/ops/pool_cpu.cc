@@ -10,13 +10,19 @@ namespace il::ops {
 
 void pool_cpu(const PoolArgs& a, ThreadPool& pool) {
   check(a.x && a.out && a.seq_starts, "pool: null operand");
+  if (a.pool_starts)  // checked here: an error inside the parallel section could not reach the caller
+    for (std::size_t s = 0; s < a.num_seqs; ++s)
+      check(a.pool_starts[s] >= a.seq_starts[s] && a.pool_starts[s] <= a.seq_starts[s + 1], "pool: sequence ", s,
+            " pools from row ", a.pool_starts[s], ", outside [", a.seq_starts[s], ", ", a.seq_starts[s + 1], "]");
   pool.parallel_for(a.num_seqs, 1, [&](std::size_t s0, std::size_t s1) {
     std::vector<double> acc(a.cols);
     for (std::size_t s = s0; s < s1; ++s) {
-      const std::size_t begin = static_cast<std::size_t>(a.seq_starts[s]);
+      const std::size_t first = static_cast<std::size_t>(a.seq_starts[s]);
       const std::size_t end = static_cast<std::size_t>(a.seq_starts[s + 1]);
+      const std::size_t begin =
+          a.mode == PoolingMode::kCls || !a.pool_starts ? first : static_cast<std::size_t>(a.pool_starts[s]);
       float* out = a.out + s * a.ldo;
-      if (end == begin) {  // an empty sequence pools to zeros rather than reading its neighbour
+      if (end == begin) {  // an empty range pools to zeros rather than reading its neighbour
         std::fill_n(out, a.cols, 0.0f);
         continue;
       }

@@ -19,10 +19,12 @@ __global__ void pool_kernel(const T* x, std::size_t ldx, PoolArgs p) {
   const std::size_t s = blockIdx.x;
   const std::size_t j = blockIdx.y * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (j >= p.cols) return;
-  const std::size_t begin = static_cast<std::size_t>(p.seq_starts[s]);
   const std::size_t end = static_cast<std::size_t>(p.seq_starts[s + 1]);
+  // Pool starts come from the host, clamped to the sequence there (runtime/batching.cc).
+  const std::size_t begin = static_cast<std::size_t>(
+      p.mode == PoolingMode::kCls || !p.pool_starts ? p.seq_starts[s] : p.pool_starts[s]);
   float* out = p.out + s * p.ldo;
-  if (end == begin) {  // an empty sequence pools to zeros rather than reading its neighbour
+  if (end <= begin) {  // an empty range pools to zeros rather than reading its neighbour
     out[j] = 0.0f;
     return;
   }

@@ -61,4 +61,14 @@ std::size_t Plan::parameter_count() const {
   return n;
 }
 
+void check_pool_starts(const Batch& batch) {
+  if (batch.pool_starts.empty()) return;
+  check(batch.pool_starts.size() == batch.num_seqs(), "batch: ", batch.pool_starts.size(), " pool starts for ",
+        batch.num_seqs(), " sequences");
+  for (std::size_t s = 0; s < batch.num_seqs(); ++s)
+    check(batch.pool_starts[s] >= batch.seq_starts[s] && batch.pool_starts[s] <= batch.seq_starts[s + 1],
+          "batch: pool start ", batch.pool_starts[s], " of sequence ", s, " is outside its rows [",
+          batch.seq_starts[s], ", ", batch.seq_starts[s + 1], "]");
+}
+
 }  // namespace il::plan

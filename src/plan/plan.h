@@ -123,8 +123,14 @@ struct Batch {
   std::vector<int32_t> tokens;
   std::vector<int32_t> type_ids;    // empty or one per token
   std::vector<int32_t> seq_starts;  // num_seqs + 1 entries, first 0, last tokens.size()
+  // Empty, or one per sequence: the first row mean and last-token pooling read, after the
+  // sequence's leading prompt tokens (models pooled without their prompt; see ops/pool.h).
+  std::vector<int32_t> pool_starts;
   std::size_t num_tokens() const { return tokens.size(); }
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }
 };
+
+// Throws unless pool_starts is empty or holds one start per sequence inside that sequence.
+void check_pool_starts(const Batch& batch);
 
 }  // namespace il::plan

@@ -1,5 +1,7 @@
 #include "runtime/batching.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace il::runtime {
@@ -43,20 +45,24 @@ std::vector<BatchRange> pack_batches(const std::vector<TokenInput>& inputs, std:
   return ranges;
 }
 
-plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& range) {
+plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& range, bool skip_prompts) {
   plan::Batch b;
-  bool any_types = false;
+  bool any_types = false, any_prompt = false;
   std::size_t total = 0;
   for (std::size_t i = range.first; i < range.first + range.count; ++i) {
     total += inputs[i].ids.size();
     any_types = any_types || !inputs[i].type_ids.empty();
+    any_prompt = any_prompt || inputs[i].prompt_tokens > 0;
   }
+  if (skip_prompts && any_prompt) b.pool_starts.reserve(range.count);
   b.tokens.reserve(total);
   b.seq_starts.reserve(range.count + 1);
   b.seq_starts.push_back(0);
   if (any_types) b.type_ids.reserve(total);
   for (std::size_t i = range.first; i < range.first + range.count; ++i) {
     const TokenInput& in = inputs[i];
+    if (skip_prompts && any_prompt)
+      b.pool_starts.push_back(static_cast<int32_t>(b.tokens.size() + std::min(in.prompt_tokens, in.ids.size())));
     b.tokens.insert(b.tokens.end(), in.ids.begin(), in.ids.end());
     if (any_types) {
       if (in.type_ids.empty()) b.type_ids.insert(b.type_ids.end(), in.ids.size(), 0);

@@ -23,6 +23,8 @@ void validate_inputs(const std::vector<TokenInput>& inputs, const io::EncoderCon
 // Consecutive ranges whose token total stays within max_tokens (each input must fit alone).
 std::vector<BatchRange> pack_batches(const std::vector<TokenInput>& inputs, std::size_t max_tokens);
 
-plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& range);
+// skip_prompts: fill pool_starts so pooling leaves out each input's prompt_tokens (clamped to
+// its length); only when some input has any.
+plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& range, bool skip_prompts = false);
 
 }  // namespace il::runtime

@@ -138,7 +138,10 @@ class LocalEngine final : public Engine {
     // Whole vectors are normalised by the plan; Matryoshka-truncated ones after truncation, here.
     const bool plan_normalizes = normalize && dim == full;
     std::vector<float> rows;
-    run_batches(inputs, [&](const plan::Batch& batch, std::size_t first) {
+    // A folder pooled without its prompt (include_prompt: false) leaves each input's
+    // prompt_tokens out of mean and last-token pooling, as sentence-transformers does.
+    const bool skip_prompts = !model_.st.include_prompt;
+    run_batches(inputs, skip_prompts, [&](const plan::Batch& batch, std::size_t first) {
       exec_->run(models::pooling_program(mode));
       if (plan_normalizes) exec_->run("normalize");
       rows.resize(batch.num_seqs() * full);
@@ -165,7 +168,7 @@ class LocalEngine final : public Engine {
     std::vector<Matrix> out(inputs.size());
     const std::size_t h = static_cast<std::size_t>(model_.config.hidden);
     std::vector<float> rows;
-    run_batches(inputs, [&](const plan::Batch& batch, std::size_t first) {
+    run_batches(inputs, false, [&](const plan::Batch& batch, std::size_t first) {
       rows.resize(batch.num_tokens() * h);
       exec_->read(model_.plan.output("hidden"), rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
@@ -185,7 +188,7 @@ class LocalEngine final : public Engine {
           "this model is not a cross-encoder (no sequence-classification head): use embed");
     const std::size_t labels = static_cast<std::size_t>(model_.config.num_labels);
     Matrix out(inputs.size(), labels);
-    run_batches(inputs, [&](const plan::Batch& batch, std::size_t first) {
+    run_batches(inputs, false, [&](const plan::Batch& batch, std::size_t first) {
       exec_->run("ce_head");
       exec_->read(model_.plan.output("scores"), out.row(first));
       (void)batch;
@@ -219,11 +222,11 @@ class LocalEngine final : public Engine {
   // Validates every input, packs them in order into batches that fit the scratch, runs "encode"
   // for each and hands it to `consume` with the index of its first input.
   template <typename F>
-  void run_batches(const std::vector<TokenInput>& inputs, F&& consume) {
+  void run_batches(const std::vector<TokenInput>& inputs, bool skip_prompts, F&& consume) {
     runtime::validate_inputs(inputs, model_.config, max_len_);
     std::lock_guard lock(mutex_);
     for (const runtime::BatchRange& range : runtime::pack_batches(inputs, max_batch_tokens_)) {
-      plan::Batch batch = runtime::make_batch(inputs, range);
+      plan::Batch batch = runtime::make_batch(inputs, range, skip_prompts);
       exec_->set_batch(batch);
       exec_->run("encode");
       consume(batch, range.first);
@@ -240,6 +243,12 @@ class LocalEngine final : public Engine {
 };
 
 }  // namespace
+
+std::size_t Engine::prompt_tokens(std::string_view prompt) const {
+  if (prompt.empty()) return 0;  // sentence-transformers treats "" as no prompt
+  const TokenInput t = tokenize(prompt, true);
+  return t.ids.empty() ? 0 : t.ids.size() - 1;
+}
 
 // Defaults for engines without a tokenizer-level API of their own.
 TokenInput Engine::tokenize_with(std::string_view text, const TokenizeOptions& options) const {

@@ -41,6 +41,7 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   i.random_weights = c.random_weights;
   i.tokenizer = tokenizer_kind;
   i.prompts = model.st.prompts;
+  i.include_prompt = model.st.include_prompt;
   i.default_prompt_name = model.st.default_prompt_name;
   return i;
 }

@@ -178,11 +178,24 @@ std::vector<TokenInput> to_token_inputs(Context& ctx, const Inputs& inputs, cons
   }
   std::string failure;
   const auto start = std::chrono::steady_clock::now();
+  // Prompted texts carry their prompt's token count: a model pooled without its prompt
+  // (include_prompt: false) leaves those tokens out. Left truncation cuts the prompt first.
+  const bool count_prompt = !options.prefix.empty() && !ctx.engine.info().include_prompt;
   ctx.tokenizers
       .submit([&] {
+        std::size_t prompt = 0;
         for (std::size_t i = 0; i < inputs.texts.size(); ++i) {
           try {
-            out[i] = ctx.engine.tokenize_with(options.prefix + inputs.texts[i], options.tokenize);
+            if (i == 0 && count_prompt) prompt = ctx.engine.prompt_tokens(options.prefix);
+            const std::string text = options.prefix + inputs.texts[i];
+            out[i] = ctx.engine.tokenize_with(text, options.tokenize);
+            std::size_t cut = 0;
+            if (prompt > 0 && options.tokenize.truncate_left && out[i].ids.size() >= max_len) {
+              TokenizeOptions whole = options.tokenize;
+              whole.limit_length = false;
+              cut = ctx.engine.tokenize_with(text, whole).ids.size() - out[i].ids.size();
+            }
+            out[i].prompt_tokens = prompt > cut ? prompt - cut : 0;
           } catch (const std::exception& e) {
             failure = "input " + std::to_string(i) + ": " + e.what();
             return;

@@ -42,7 +42,8 @@ void info(Context& ctx, const httplib::Request&, httplib::Response& res, Timings
            {"device", m.backend},
            {"hidden_size", m.hidden},
            {"output_dim", m.output_dim},
-           {"prompts", m.prompts}};
+           {"prompts", m.prompts},
+           {"include_prompt", m.include_prompt}};
   reply_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

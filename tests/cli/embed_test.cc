@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -235,6 +236,43 @@ TEST_P(EmbedTest, PipedTwoThousandLinesStream) {
   double worst = 0;
   for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, max_abs_diff(got[i], one[i % one.size()]));
   EXPECT_LE(worst, 1e-5);
+}
+
+// A folder pooled without its prompt (include_prompt: false): --prompt-name and --prompt give
+// sentence-transformers' vectors, one text at a time and batched from a file; the prompt typed
+// into the text is text, not a prompt, and pools differently.
+TEST(EmbedPromptPooling, PromptsAreLeftOutOfPooling) {
+  const json expected = load_expected("bert-mean-noprompt");
+  const std::string dir = fixture_path("bert-mean-noprompt");
+  std::ifstream cst(dir + "/config_sentence_transformers.json");
+  const json prompts = json::parse(cst)["prompts"];
+  ScratchDir tmp;
+  std::map<std::string, std::vector<json>> by_prompt;
+  for (const auto& c : expected["cases"])
+    if (c.contains("prompt_name")) by_prompt[c["prompt_name"].get<std::string>()].push_back(c);
+  ASSERT_FALSE(by_prompt.empty());
+  for (const auto& [name, cases] : by_prompt) {
+    std::vector<std::string> lines;
+    for (const auto& c : cases) lines.push_back(json{{"text", c["input_text"]}}.dump());
+    const std::string file = tmp.write(name + ".jsonl", lines);
+    for (const std::vector<std::string>& how :
+         {std::vector<std::string>{"--prompt-name", name}, {"--prompt", prompts[name].get<std::string>()}}) {
+      std::vector<std::string> args = {"embed", "--model", dir, "--input", file};
+      args.insert(args.end(), how.begin(), how.end());
+      const auto r = run_cli(cli_args(args));
+      ASSERT_EQ(r.status, 0) << r.err;
+      const auto got = embeddings(r);
+      ASSERT_EQ(got.size(), cases.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_LE(max_abs_diff(got[i], cases[i]["pooled"].get<std::vector<float>>()), kTolerance)
+            << how[0] << " " << name << ": " << cases[i]["input_text"];
+    }
+    const json& c = cases.front();
+    if (c["prompt_length"].get<int>() == 0) continue;
+    const auto typed = run_cli(cli_args({"embed", "--model", dir, c["text"].get<std::string>()}));
+    ASSERT_EQ(typed.status, 0) << typed.err;
+    EXPECT_GT(max_abs_diff(embeddings(typed).at(0), c["pooled"].get<std::vector<float>>()), 1e-3) << name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EmbedTest, ::testing::Values("bert-mean", "bert-cls"),

@@ -140,6 +140,41 @@ TEST_P(GpuModelTest, GraphReplayIsBitIdenticalToEagerRuns) {
   EXPECT_EQ(eager->cuda_graphs(), 0u);
 }
 
+// A folder pooled without its prompt (include_prompt: false): the pool starts go up with the
+// batch. Every case alone and all together, f32 against transformers and f16 by the gate.
+TEST(GpuPromptPooling, LeavesThePromptOutLikeTheCpu) {
+  IL_REQUIRE_GPU();
+  const Fixture f = load_fixture("bert-mean-noprompt");
+  std::vector<TokenInput> inputs;
+  for (const FixtureCase& c : f.cases) inputs.push_back(c.input);
+  std::size_t prompted = 0;
+  for (const TokenInput& in : inputs) prompted += in.prompt_tokens > 0 ? 1 : 0;
+  ASSERT_GT(prompted, 0u);
+  for (const char* dtype : {"f32", "f16"}) {
+    EngineOptions o = on_cuda();
+    o.dtype = dtype;
+    auto engine = Engine::load(f.dir, o);
+    const Matrix together = engine->embed(inputs, {});
+    double worst = 0, worst_cos = 1;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      for (const Matrix& got : {engine->embed({inputs[i]}, {}), together}) {
+        const float* row = got.rows == 1 ? got.row(0) : got.row(i);
+        worst = std::max(worst, max_abs(row, f.cases[i].pooled.data(), got.cols));
+        double dot = 0;
+        for (std::size_t j = 0; j < got.cols; ++j) dot += static_cast<double>(row[j]) * f.cases[i].pooled[j];
+        worst_cos = std::min(worst_cos, dot);  // both unit length
+      }
+    }
+    if (std::string(dtype) == "f32") {
+      EXPECT_LE(worst, kTolerance);
+    } else {
+      EXPECT_GE(worst_cos, 0.999);
+    }
+    std::printf("[gpu] bert-mean-noprompt %s: %zu cases (%zu prompted), max-abs %.3g, min cosine %.6f\n", dtype,
+                inputs.size(), prompted, worst, worst_cos);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuModelTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce", "xlmr-ce", "xlmr-ce2",
                                            "jina-ce"),

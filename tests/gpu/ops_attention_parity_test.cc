@@ -149,14 +149,24 @@ TEST(GpuPool, MatchesCpuForEveryModeAndEmptySequences) {
     for (float& v : x) v += 1.0f;
     DeviceArray<float> dx(x);
     DeviceArray<int32_t> dstarts(starts);
-    for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
-      std::vector<float> out_cpu(lengths.size() * ldo, kSentinel);
-      ops::pool_cpu({x.data() + 1, ldx, out_cpu.data(), ldo, starts.data(), lengths.size(), cols, mode}, pool);
-      DeviceArray<float> dout(std::vector<float>(lengths.size() * ldo, kSentinel));
-      ops::pool_cuda({dx.get() + 1, ldx, dout.get(), ldo, dstarts.get(), lengths.size(), cols, mode}, nullptr);
-      EXPECT_LE(rel_error(dout.download(), out_cpu), kTol)
-          << "cols " << cols << " mode " << pooling_name(mode);
-    }
+    // Pool starts leave leading (prompt) rows out: none, some, all of a sequence.
+    std::vector<int32_t> from(lengths.size());
+    for (std::size_t s = 0; s < lengths.size(); ++s)
+      from[s] = starts[s] + std::min<int32_t>(lengths[s], static_cast<int32_t>(s % 3 == 2 ? lengths[s] : s * 3));
+    DeviceArray<int32_t> dfrom(from);
+    for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken})
+      for (bool skip : {false, true}) {
+        std::vector<float> out_cpu(lengths.size() * ldo, kSentinel);
+        ops::pool_cpu({x.data() + 1, ldx, out_cpu.data(), ldo, starts.data(), lengths.size(), cols, mode,
+                       skip ? from.data() : nullptr},
+                      pool);
+        DeviceArray<float> dout(std::vector<float>(lengths.size() * ldo, kSentinel));
+        ops::pool_cuda({dx.get() + 1, ldx, dout.get(), ldo, dstarts.get(), lengths.size(), cols, mode,
+                        skip ? dfrom.get() : nullptr},
+                       nullptr);
+        EXPECT_LE(rel_error(dout.download(), out_cpu), kTol)
+            << "cols " << cols << " mode " << pooling_name(mode) << " pool starts " << skip;
+      }
   }
 }
 

@@ -18,6 +18,9 @@ FixtureCase read_case(const nlohmann::json& j) {
   if (j.contains("token_type_ids")) c.input.type_ids = j.at("token_type_ids").get<std::vector<int32_t>>();
   if (j.contains("offsets"))
     for (const auto& o : j.at("offsets")) c.offsets.emplace_back(o.at(0).get<uint32_t>(), o.at(1).get<uint32_t>());
+  if (j.contains("prompt_name")) c.prompt_name = j.at("prompt_name").get<std::string>();
+  if (j.contains("input_text")) c.input_text = j.at("input_text").get<std::string>();
+  if (j.contains("prompt_length")) c.input.prompt_tokens = j.at("prompt_length").get<std::size_t>();
   if (j.contains("pooled")) c.pooled = j.at("pooled").get<std::vector<float>>();
   if (j.contains("scores")) c.scores = j.at("scores").get<std::vector<float>>();
   if (j.contains("hidden") && !j.at("hidden").is_null()) {

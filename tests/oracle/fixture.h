@@ -19,6 +19,10 @@ struct FixtureCase {
   std::vector<float> pooled;  // embedding models
   std::vector<float> scores;  // cross-encoders
   std::optional<Matrix> hidden;
+  // Prompted cases: text = the prompt + input_text. input.prompt_tokens holds the fixture's
+  // prompt_length where it records one (folders pooled without their prompt).
+  std::optional<std::string> prompt_name;
+  std::string input_text;
 };
 
 struct Fixture {

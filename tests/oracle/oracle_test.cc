@@ -102,6 +102,50 @@ TEST_P(OracleTest, BatchInvariance) {
   EXPECT_LE(max_abs(split.data.data(), together.data.data(), together.data.size()), kBatchTolerance);
 }
 
+// bert-mean's model with include_prompt: false in its Pooling config: sentence-transformers pools
+// a prompted text without the prompt's tokens. Each case from its text and prompt name, alone,
+// in one ragged batch and over many small ones; and with the prompt counted the vectors differ,
+// so the test sees whether the prompt was left out.
+TEST(PromptPooling, LeavesThePromptOutAsSentenceTransformersDoes) {
+  const Fixture f = load_fixture("bert-mean-noprompt");
+  auto engine = Engine::load(f.dir, {});
+  EXPECT_FALSE(engine->info().include_prompt);
+  std::vector<TokenInput> inputs;
+  std::size_t prompted = 0;
+  for (const FixtureCase& c : f.cases) {
+    TokenInput in;
+    if (c.prompt_name) {
+      const std::string& prompt = engine->info().prompts.at(*c.prompt_name);
+      in = engine->tokenize(prompt + c.input_text);
+      in.prompt_tokens = engine->prompt_tokens(prompt);
+      EXPECT_EQ(in.prompt_tokens, c.input.prompt_tokens) << "prompt " << *c.prompt_name;
+      prompted += in.prompt_tokens > 0 ? 1 : 0;
+    } else {
+      in = engine->tokenize(c.text);
+    }
+    EXPECT_EQ(in.ids, c.input.ids) << c.text;
+    const Matrix out = engine->embed({in}, {});
+    EXPECT_LE(max_abs(out.row(0), c.pooled.data(), out.cols), kTolerance) << c.text;
+    inputs.push_back(std::move(in));
+  }
+  EXPECT_GT(prompted, 0u);
+  const Matrix together = engine->embed(inputs, {});
+  EngineOptions small;
+  small.max_batch_tokens = 70;
+  const Matrix split = Engine::load(f.dir, small)->embed(inputs, {});
+  double counted_gap = 0;
+  std::vector<TokenInput> counted = inputs;
+  for (TokenInput& in : counted) in.prompt_tokens = 0;
+  const Matrix all_tokens = engine->embed(counted, {});
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_LE(max_abs(together.row(i), f.cases[i].pooled.data(), together.cols), kTolerance) << "batched " << i;
+    EXPECT_LE(max_abs(split.row(i), together.row(i), together.cols), kBatchTolerance) << "split " << i;
+    if (inputs[i].prompt_tokens > 0)
+      counted_gap = std::max(counted_gap, max_abs(all_tokens.row(i), together.row(i), together.cols));
+  }
+  EXPECT_GT(counted_gap, 1e-3) << "pooling the prompt too gives the same vectors: the fixture cannot tell";
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, OracleTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce", "xlmr-ce", "xlmr-ce2",
                                            "jina-ce"),

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <thread>
 
 #include "server_test_util.h"
@@ -115,6 +117,34 @@ TEST_F(EmbedRoutes, TokenIdsEqualTheTextsTheyCameFrom) {
   const auto want = cli_embeddings("bert-mean", kTexts, {"--normalize"});
   expect_same(rows(body_of(post(c, "/embed", {{"inputs", ids}}))), want);
   expect_same(rows(body_of(post(c, "/embed", {{"inputs", ids[0]}}))), {want[0]});
+}
+
+// A folder pooled without its prompt (include_prompt: false): prompt_name gives the vectors
+// sentence-transformers gives (the fixture's) and the CLI's; /info says how it pools.
+TEST(EmbedPromptPooling, PromptNameLeavesThePromptOut) {
+  ServerProcess server("bert-mean-noprompt");
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json info = body_of(c.Get("/info"));
+  EXPECT_EQ(info["include_prompt"], false);
+  std::ifstream in(fixture_path("bert-mean-noprompt") + "/expected.json");
+  const json expected = json::parse(in);
+  std::map<std::string, std::vector<json>> by_prompt;
+  for (const auto& k : expected["cases"])
+    if (k.contains("prompt_name")) by_prompt[k["prompt_name"].get<std::string>()].push_back(k);
+  ASSERT_FALSE(by_prompt.empty());
+  for (const auto& [name, cases] : by_prompt) {
+    std::vector<std::string> texts;
+    for (const auto& k : cases) texts.push_back(k["input_text"]);
+    const json j = body_of(post(c, "/embed", {{"inputs", texts}, {"prompt_name", name}, {"truncate", true}}));
+    ASSERT_TRUE(j.is_array()) << j.dump();
+    ASSERT_EQ(j.size(), cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      EXPECT_LE(max_abs_diff(j[i].get<std::vector<float>>(), cases[i]["pooled"].get<std::vector<float>>()), 1e-4)
+          << name << ": " << texts[i];
+    expect_same(rows(j), cli_embeddings("bert-mean-noprompt", texts, {"--normalize", "--prompt-name", name}));
+  }
+  EXPECT_EQ(server.terminate(), 0);
 }
 
 TEST_F(EmbedRoutes, TruncationCutsFromTheChosenSide) {

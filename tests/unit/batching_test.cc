@@ -33,6 +33,22 @@ TEST(Batching, MixedTypeIdsFillZeros) {
   EXPECT_EQ(b.type_ids, (std::vector<int32_t>{0, 1, 0}));
 }
 
+TEST(Batching, PoolStartsSkipPromptTokensOnlyWhenAsked) {
+  std::vector<TokenInput> in = {{{1, 2, 3, 4}, {}}, {{5, 6}, {}}, {{7, 8, 9}, {}}};
+  in[0].prompt_tokens = 2;
+  in[1].prompt_tokens = 5;  // longer than the input (truncated): clamped, nothing pooled
+  EXPECT_TRUE(make_batch(in, {0, 3}).pool_starts.empty());
+  const auto b = make_batch(in, {0, 3}, true);
+  EXPECT_EQ(b.pool_starts, (std::vector<int32_t>{2, 6, 6}));
+  EXPECT_NO_THROW(plan::check_pool_starts(b));
+  EXPECT_TRUE(make_batch(in, {2, 1}, true).pool_starts.empty());  // no prompt in this batch
+  plan::Batch bad = b;
+  bad.pool_starts[2] = 5;
+  EXPECT_THROW(plan::check_pool_starts(bad), Error);
+  bad.pool_starts.pop_back();
+  EXPECT_THROW(plan::check_pool_starts(bad), Error);
+}
+
 TEST(Batching, ValidationNamesTheInput) {
   auto cfg = small_config();
   auto expect_error = [&](std::vector<TokenInput> in, const std::string& needle) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "ops/pool.h"
 #include "reference.h"
 
@@ -34,6 +35,43 @@ TEST(Pool, MeanClsLastOverRaggedSequences) {
       }
     }
   }
+}
+
+// Pool starts (prompt tokens left out): mean and last read from the start on, CLS still reads
+// the first row, a range that starts at the end pools to zeros, and a start outside is refused.
+TEST(Pool, PoolStartsLeaveLeadingRowsOut) {
+  ThreadPool pool(2);
+  const std::size_t cols = 7, total = 20;
+  const std::vector<int32_t> starts = {0, 5, 6, 20}, from = {3, 6, 6};
+  const auto x = random_vector(total * cols, 11);
+  for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
+    std::vector<float> out(3 * cols, 1.0f);
+    ops::pool_cpu({x.data(), cols, out.data(), cols, starts.data(), 3, cols, mode, from.data()}, pool);
+    for (std::size_t s = 0; s < 3; ++s) {
+      const auto b = static_cast<std::size_t>(mode == PoolingMode::kCls ? starts[s] : from[s]);
+      const auto e = static_cast<std::size_t>(starts[s + 1]);
+      for (std::size_t j = 0; j < cols; ++j) {
+        double ref = 0;
+        if (b < e) {
+          switch (mode) {
+            case PoolingMode::kMean:
+              for (std::size_t r = b; r < e; ++r) ref += x[r * cols + j];
+              ref /= static_cast<double>(e - b);
+              break;
+            case PoolingMode::kCls: ref = x[b * cols + j]; break;
+            case PoolingMode::kLastToken: ref = x[(e - 1) * cols + j]; break;
+          }
+        }
+        ASSERT_NEAR(out[s * cols + j], ref, 1e-6) << pooling_name(mode) << " sequence " << s;
+      }
+    }
+  }
+  std::vector<float> out(3 * cols);
+  const std::vector<int32_t> outside = {3, 4, 6};  // 4 is before sequence 1's first row (5)
+  EXPECT_THROW(ops::pool_cpu({x.data(), cols, out.data(), cols, starts.data(), 3, cols, PoolingMode::kMean,
+                              outside.data()},
+                             pool),
+               Error);
 }
 
 TEST(L2Rows, UnitNormAndZeroRowsStayZero) {

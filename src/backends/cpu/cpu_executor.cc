@@ -75,6 +75,7 @@ void CpuExecutor::set_batch(const plan::Batch& batch) {
         "batch: seq_starts must run from 0 to the token count");
   check(batch.type_ids.empty() || batch.type_ids.size() == batch.num_tokens(),
         "batch: type_ids must be empty or one per token");
+  plan::check_pool_starts(batch);
   batch_ = batch;
 }
 
@@ -140,8 +141,8 @@ void CpuExecutor::execute(const plan::Step& step) {
                               op.head_dim, op.scale, op.mask, op.window},
                              pool_);
         } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
-          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols,
-                         op.mode},
+          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols, op.mode,
+                         batch_.pool_starts.empty() ? nullptr : batch_.pool_starts.data()},
                         pool_);
         } else if constexpr (std::is_same_v<T, plan::L2Step>) {
           ops::l2_rows_cpu({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, pool_);

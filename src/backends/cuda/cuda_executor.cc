@@ -95,8 +95,8 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     offset += bytes_of(i);
   }
 
-  // Batch ids (sequence offsets, tokens, type ids), device side and pinned host side.
-  const std::size_t ints = 3 * max_tokens_ + 1;
+  // Batch ids (sequence offsets, tokens, type ids, pool starts), device side and pinned host side.
+  const std::size_t ints = 4 * max_tokens_ + 1;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -204,6 +204,7 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
         "batch: type_ids must be empty or one per token");
   check(batch.num_seqs() <= max_tokens_, "batch: ", batch.num_seqs(), " sequences exceed the scratch size of ",
         max_tokens_);  // sequence-row buffers and the id staging hold max_tokens rows
+  plan::check_pool_starts(batch);
   std::size_t longest = 0;
   for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
     check(batch.seq_starts[s + 1] >= batch.seq_starts[s], "batch: seq_starts not ascending at ", s);
@@ -215,10 +216,12 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   // leaves the real rows as an exact-shape run would (see backends/cuda/batch_buckets.h).
   const std::size_t tb = count_bucket(t, max_tokens_), bb = count_bucket(b, max_tokens_);
   const std::size_t types = batch.type_ids.empty() ? 0 : tb;
+  const std::size_t pool_starts = batch.pool_starts.empty() ? 0 : bb;
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
-  // Packed back to back — offsets, tokens, type ids — so one small copy uploads the batch.
+  // Packed back to back — offsets, tokens, type ids, pool starts — so one small copy uploads the
+  // batch.
   auto* staging = reinterpret_cast<int32_t*>(batch_staging_.get());
   std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
   std::fill(staging + b + 1, staging + bb + 1, static_cast<int32_t>(t));
@@ -229,12 +232,18 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     std::memcpy(tokens + tb, batch.type_ids.data(), t * sizeof(int32_t));
     std::fill(tokens + tb + t, tokens + tb + tb, 0);
   }
+  int32_t* starts = tokens + tb + types;
+  if (pool_starts > 0) {
+    std::memcpy(starts, batch.pool_starts.data(), b * sizeof(int32_t));
+    std::fill(starts + b, starts + bb, static_cast<int32_t>(t));  // padding sequences: empty
+  }
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
   d_starts_ = base;
   d_tokens_ = base + bb + 1;
   d_types_ = base + bb + 1 + tb;
-  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types) * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                stream_));
+  d_pool_starts_ = pool_starts > 0 ? base + bb + 1 + tb + types : nullptr;
+  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts) * sizeof(int32_t),
+                                cudaMemcpyHostToDevice, stream_));
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
   num_tokens_ = tb;
   num_seqs_ = bb;
@@ -318,7 +327,7 @@ void CudaExecutor::run(const std::string& program) {
 // before the launch on the same stream. Eager runs launch the same bucketed shapes, so a replay
 // gives the eager run's bits.
 void CudaExecutor::run_graph(const std::string& program, const std::vector<plan::Step>& steps) {
-  const GraphKey key{program, num_tokens_, num_seqs_, max_seq_len_, has_types_};
+  const GraphKey key{program, num_tokens_, num_seqs_, max_seq_len_, has_types_, d_pool_starts_ != nullptr};
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     if (graphs_.size() >= kMaxShapes) return execute_all(steps);  // too many shapes: stay eager
@@ -446,7 +455,8 @@ void CudaExecutor::execute(const plan::Step& step) {
                               max_seq_len_, stream_, t);
         } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
           check(type_of(op.out) == DType::kF32, "pool ", step.name, ": output rows must be sequence rows");
-          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode},
+          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
+                          d_pool_starts_},
                          stream_, type_of(op.x));
         } else if constexpr (std::is_same_v<T, plan::L2Step>) {
           ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));

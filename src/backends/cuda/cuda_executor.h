@@ -83,6 +83,7 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_tokens_ = nullptr;
   int32_t* d_types_ = nullptr;
   int32_t* d_starts_ = nullptr;
+  int32_t* d_pool_starts_ = nullptr;  // null when the batch pools every token
   PinnedMemory batch_staging_, read_staging_;
 
   // The launched shape is the batch rounded up to buckets (backends/cuda/batch_buckets.h);
@@ -94,7 +95,8 @@ class CudaExecutor final : public plan::Executor {
   // Per (program, bucketed shape): eager runs so far, then either a CUDA graph or "stays eager"
   // (see run_graph). Profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always
   // eager; =always: capture every shape on its second run.
-  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool>;
+  // (program, tokens, sequences, longest sequence, has type ids, has pool starts)
+  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool>;
   struct ShapeRecord {
     int eager_runs = 0;
     bool eager_only = false;  // device-bound: a graph would not pay
