@@ -184,9 +184,14 @@ std::vector<TokenInput> to_token_inputs(Context& ctx, const Inputs& inputs, cons
   ctx.tokenizers
       .submit([&] {
         std::size_t prompt = 0;
+        try {
+          if (count_prompt) prompt = ctx.engine.prompt_tokens(options.prefix);
+        } catch (const std::exception& e) {
+          failure = std::string("prompt: ") + e.what();
+          return;
+        }
         for (std::size_t i = 0; i < inputs.texts.size(); ++i) {
           try {
-            if (i == 0 && count_prompt) prompt = ctx.engine.prompt_tokens(options.prefix);
             const std::string text = options.prefix + inputs.texts[i];
             out[i] = ctx.engine.tokenize_with(text, options.tokenize);
             std::size_t cut = 0;

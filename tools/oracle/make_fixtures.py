@@ -464,6 +464,15 @@ def st_encode(st, texts, prompt_name=None, batch_size=1):
     return out
 
 
+def st_generator():
+    """The library versions an embedding fixture was written with."""
+    return {
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "sentence_transformers": __import__("sentence_transformers").__version__,
+    }
+
+
 def st_hf_model(st):
     mod = st[0]
     m = getattr(mod, "auto_model", None)
@@ -804,11 +813,7 @@ def expected_embedding(folder, tok_trunc, pooling, vocab_size, cls_id, seed):
         "pooling": pooling,
         "normalize": True,
         "max_length": MAX_LEN,
-        "generator": {
-            "transformers": transformers.__version__,
-            "torch": torch.__version__,
-            "sentence_transformers": __import__("sentence_transformers").__version__,
-        },
+        "generator": st_generator(),
         "cases": cases,
         "id_cases": id_cases,
     }
@@ -1098,11 +1103,7 @@ def make_prompt_pooling_copy(src, dst):
         "normalize": True,
         "include_prompt": False,
         "max_length": MAX_LEN,
-        "generator": {
-            "transformers": transformers.__version__,
-            "torch": torch.__version__,
-            "sentence_transformers": __import__("sentence_transformers").__version__,
-        },
+        "generator": st_generator(),
         "cases": cases,
         "id_cases": [],
     }
