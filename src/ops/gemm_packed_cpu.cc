@@ -61,11 +61,18 @@ void pack_rows(const PackedGemmArgs& a, std::size_t r0, std::size_t rows, std::s
 // is bound by streaming the weight, so it pays to spread that over all threads.
 struct Blocking {
   std::size_t kc;           // depth per pass
-  std::size_t row_block;    // rows per task, a multiple of mr
+  std::size_t row_block;    // rows per task (a multiple of mr when A is packed)
   std::size_t unit;         // columns per unit: kPanel or kPanel / 2
   std::size_t units;        // units per task
   std::size_t row_tasks, unit_tasks;
+  bool in_place = false;     // A read where it lies (ASource::kInPlace)
+  // Task t covers row block t % row_tasks of unit run t / row_tasks, so the row blocks that share
+  // a weight panel are claimed together and stream it from memory once, at the same time.
+  bool panel_major = false;
 };
+
+constexpr std::size_t kShortTasksPerThread = 3;  // 2, 4 and 6 measured no better (docs/perf.md)
+constexpr std::size_t kMinGroupRows = 16;
 
 Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
                          std::size_t threads) {
@@ -74,13 +81,30 @@ Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_
   b.kc = ceil_div(std::max<std::size_t>(k, 1), passes);
   b.row_block = std::min(ceil_div(m, mr), ceil_div(kRowBlockTarget, mr)) * mr;
   b.row_tasks = ceil_div(m, b.row_block);
+  b.in_place = b.row_tasks == 1;
+  if (b.in_place && threads > 1 && m > 2 * mr) {
+    // A short batch of a few dozen rows: whole-panel tasks, claimed dynamically, about three per
+    // thread, the rows cut into groups when there are too few panels for that. On a shared
+    // 16-core host the cores run at different speeds (up to 2× apart, measured), so an equal
+    // static share per thread waits for the slowest; whole panels keep the wide tile kernel.
+    const std::size_t panels = ceil_div(n, kPanel);
+    const std::size_t groups = std::clamp<std::size_t>(
+        ceil_div(kShortTasksPerThread * threads, panels), 1, std::max<std::size_t>(m / kMinGroupRows, 1));
+    b.row_block = ceil_div(m, groups);
+    b.row_tasks = ceil_div(m, b.row_block);
+    b.unit = kPanel;
+    b.units = 1;
+    b.unit_tasks = panels;
+    b.panel_major = true;
+    return b;
+  }
   const bool short_batch = m <= 2 * mr || b.row_tasks * ceil_div(n, kPanel) < 2 * threads;
   b.unit = threads > 1 && short_batch ? kPanel / 2 : kPanel;
   const std::size_t all_units = ceil_div(n, b.unit);
   if (b.row_tasks == 1) {
-    // One task per thread with an equal share of the columns: measured on 16 cores, fewer and
-    // larger tasks beat dynamic balancing here.
-    b.units = ceil_div(all_units, ceil_div(threads, b.row_tasks));
+    // One task per thread with an equal share of the columns: the batch is bound by streaming
+    // the weight, and fewer, larger tasks measured faster than dynamic balancing here.
+    b.units = ceil_div(all_units, threads);
   } else {
     // Enough tasks for every thread to take a few (uneven ragged batches balance dynamically),
     // but as many units per task as that allows, so each packed A block serves many of them.
@@ -95,9 +119,11 @@ Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_
 void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, std::size_t task,
               ASource source) {
   const PackedWeight& w = *a.w;
-  const std::size_t r0 = (task / blk.unit_tasks) * blk.row_block;
+  const std::size_t row_task = blk.panel_major ? task % blk.row_tasks : task / blk.unit_tasks;
+  const std::size_t unit_task = blk.panel_major ? task / blk.row_tasks : task % blk.unit_tasks;
+  const std::size_t r0 = row_task * blk.row_block;
   const std::size_t rows = std::min(blk.row_block, a.m - r0);
-  const std::size_t col0 = (task % blk.unit_tasks) * blk.units * blk.unit;
+  const std::size_t col0 = unit_task * blk.units * blk.unit;
   const std::size_t col1 = std::min(w.n(), col0 + blk.units * blk.unit);
   const std::size_t mr = kern.mr;
   const std::size_t rows_pad = ceil_div(rows, mr) * mr;
@@ -138,17 +164,22 @@ void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, 
       const std::size_t row_tiles = ceil_div(rows, mr);
       const float* next_block = t.prefetch;
       t.prefetch_every = row_tiles;
-      for (std::size_t i0 = 0; i0 < rows; i0 += mr) {
-        if (next_block) t.prefetch = next_block + (i0 / mr) * ceil_div(kc, row_tiles) * kPanel;
+      // Packed A comes in micro-panels of mr rows. Rows read in place are spread evenly over
+      // the tiles instead (64 rows: 13+13+13+13+12, not 14+14+14+14+8), so no tile is short.
+      const std::size_t even = rows / row_tiles, extra = rows % row_tiles;
+      for (std::size_t i = 0, i0 = 0; i < row_tiles; ++i) {
+        const std::size_t h = source == ASource::kInPlace ? even + (i < extra ? 1 : 0) : std::min(mr, rows - i0);
+        if (next_block) t.prefetch = next_block + i * ceil_div(kc, row_tiles) * kPanel;
         if (source == ASource::kInPlace) {
           t.a = a.x + (r0 + i0) * a.ldx + k0;
           t.lda = a.ldx;
         } else {
-          t.a = packed_a.data() + (i0 / mr) * mr * kc;
+          t.a = packed_a.data() + i * mr * kc;
         }
         t.c = a.y + (r0 + i0) * a.ldy + c0;
-        t.rows = std::min(mr, rows - i0);
+        t.rows = h;
         kern.tile(t);
+        i0 += h;
       }
     }
   }
@@ -165,7 +196,7 @@ void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
   const std::size_t threads = work < kSerialWork ? 1 : pool.size();
   const Blocking blk = choose_blocking(a.m, a.w->n(), a.w->k(), kern.mr, threads);
   const std::size_t tasks = blk.row_tasks * blk.unit_tasks;
-  const ASource source = blk.row_tasks == 1 ? ASource::kInPlace : ASource::kPackPerTask;
+  const ASource source = blk.in_place ? ASource::kInPlace : ASource::kPackPerTask;
   if (threads == 1) {
     for (std::size_t t = 0; t < tasks; ++t) run_task(a, kern, blk, t, source);
     return;

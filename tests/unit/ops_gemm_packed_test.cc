@@ -1,6 +1,6 @@
 // The packed GEMM, every kernel this CPU runs, against a double reference: odd sizes that leave
 // partial panels (n % 32), partial micro-panels (m % mr), several depth passes (k > 256) and
-// several row blocks (m > 128), with strided x and y.
+// several row blocks (m > 128), short batches cut into row groups, with strided x and y.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,6 +67,16 @@ TEST(GemmPacked, EveryKernelMatchesDoubleReference) {
       expect_matches_reference(c, kernel, 1);
       if (c.m * c.n * c.k > 100000) expect_matches_reference(c, kernel, 3);
     }
+  }
+}
+
+// A short batch on many threads: whole-panel tasks claimed dynamically, the rows cut into
+// groups (61 rows → 3 groups of 21, 45 → 2 of 23) and spread unevenly over the row tiles.
+TEST(GemmPacked, ShortBatchRowGroupsMatchDoubleReference) {
+  for (const auto& kernel : ops::gemm_packed_kernels()) {
+    expect_matches_reference({61, 97, 300, Activation::kGeluErf, true}, kernel, 16);
+    expect_matches_reference({45, 65, 260, Activation::kNone, false}, kernel, 16);
+    expect_matches_reference({64, 768, 96, Activation::kNone, true}, kernel, 16);
   }
 }
 
