@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <utility>
 #include <string>
 
 #include "ops/gemm_packed.h"
@@ -77,6 +79,33 @@ TEST(GemmPacked, ShortBatchRowGroupsMatchDoubleReference) {
     expect_matches_reference({61, 97, 300, Activation::kGeluErf, true}, kernel, 16);
     expect_matches_reference({45, 65, 260, Activation::kNone, false}, kernel, 16);
     expect_matches_reference({64, 768, 96, Activation::kNone, true}, kernel, 16);
+  }
+}
+
+// How the work is cut (one thread, static shares, dynamic panel tasks with row groups) must not
+// change a single bit: each output is the same sum in the same order, whoever computes it. The
+// CUDA engine's parity tests and batch invariance lean on that.
+TEST(GemmPacked, ThreadCountDoesNotChangeTheBits) {
+  const std::pair<std::size_t, std::size_t> nk[] = {{768, 768}, {97, 300}, {2304, 64}};
+  for (std::size_t m : {16, 45, 64, 200}) {
+    for (const auto& [n, k] : nk) {
+      const auto x = random_vector(m * k, 21);
+      const auto w = random_vector(n * k, 22, 1.0f / std::sqrt(static_cast<float>(k)));
+      const auto b = random_vector(n, 23);
+      const ops::PackedWeight packed(w.data(), n, k);
+      std::vector<float> first;
+      for (std::size_t threads : {1, 3, 16}) {
+        ThreadPool pool(threads);
+        std::vector<float> y(m * n);
+        ops::gemm_packed_cpu({x.data(), k, &packed, b.data(), y.data(), n, m, Activation::kGeluErf}, pool);
+        if (first.empty()) {
+          first = y;
+          continue;
+        }
+        ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
+            << m << "x" << n << "x" << k << " on " << threads << " threads";
+      }
+    }
   }
 }
 
