@@ -7,10 +7,12 @@
 // A shape is MxNxK, optionally +P: x rows padded by P floats (ldx = K + P), to see whether a row
 // stride that is a multiple of 4 KB costs anything.
 #include <algorithm>
+#include <new>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -26,33 +28,65 @@ struct Shape {
   std::string text;
 };
 
-Shape parse_shape(const std::string& s) {
-  Shape sh;
+// Empty string when the text is a valid shape, else why not.
+std::string parse_shape(const std::string& s, Shape& sh) {
+  static const std::regex form(R"(([0-9]{1,9})x([0-9]{1,9})x([0-9]{1,9})(\+([0-9]{1,9}))?)");
+  std::smatch m;
   sh.text = s;
-  char tail = 0;
-  if (std::sscanf(s.c_str(), "%zux%zux%zu+%zu%c", &sh.m, &sh.n, &sh.k, &sh.pad, &tail) < 3 ||
-      sh.m == 0 || sh.n == 0 || sh.k == 0)
-    throw CLI::ValidationError("shape", "expected MxNxK or MxNxK+PAD, got '" + s + "'");
-  return sh;
+  if (std::regex_match(s, m, form)) {
+    sh.m = std::stoul(m[1]);
+    sh.n = std::stoul(m[2]);
+    sh.k = std::stoul(m[3]);
+    sh.pad = m[5].matched ? std::stoul(m[5]) : 0;
+    if (sh.m > 0 && sh.n > 0 && sh.k > 0) return {};
+  }
+  return "expected MxNxK or MxNxK+PAD with positive sizes, got '" + s + "'";
 }
 
 }  // namespace
+
+int run(const std::vector<std::string>& shape_texts, std::size_t threads, std::size_t layers,
+        std::size_t iters, std::size_t warmup, const std::string& kernel);
 
 int main(int argc, char** argv) {
   CLI::App app{"Packed-weight CPU GEMM on model-shaped sequences"};
   std::vector<std::string> shape_texts;
   std::size_t threads = 0, layers = 1, iters = 20, warmup = 3;
   std::string kernel;
-  app.add_option("shapes", shape_texts, "MxNxK[+PAD] per GEMM of one layer, in forward order")->required();
+  app.add_option("shapes", shape_texts, "MxNxK[+PAD] per GEMM of one layer, in forward order")
+      ->required()
+      ->check([](const std::string& s) {
+        Shape sh;
+        return parse_shape(s, sh);
+      });
   app.add_option("--threads", threads, "worker threads (0: one per hardware thread)");
-  app.add_option("--layers", layers, "distinct weight copies of every shape, run in turn");
-  app.add_option("--iters", iters, "timed passes over all layers");
+  app.add_option("--layers", layers, "distinct weight copies of every shape, run in turn")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--iters", iters, "timed passes over all layers")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", warmup, "untimed passes first");
-  app.add_option("--kernel", kernel, "tile kernel (default: the fastest this CPU runs)");
+  app.add_option("--kernel", kernel, "tile kernel (default: the fastest this CPU runs)")
+      ->check(CLI::IsMember(il::ops::gemm_packed_kernels()));
   CLI11_PARSE(app, argc, argv);
 
+  try {
+    return run(shape_texts, threads, layers, iters, warmup, kernel);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "il_gemm_cpu_bench: cannot allocate the operands of these shapes\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "il_gemm_cpu_bench: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run(const std::vector<std::string>& shape_texts, std::size_t threads, std::size_t layers,
+        std::size_t iters, std::size_t warmup, const std::string& kernel) {
   std::vector<Shape> shapes;
-  for (const auto& s : shape_texts) shapes.push_back(parse_shape(s));
+  for (const auto& s : shape_texts) {
+    Shape sh;
+    parse_shape(s, sh);  // validated by the option's check
+    shapes.push_back(sh);
+  }
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
   struct Slot {
