@@ -9,6 +9,20 @@
 namespace il::test {
 namespace {
 
+// Column j of rows [b, e) (ld floats apart) pooled in double.
+double pool_reference(PoolingMode mode, const std::vector<float>& x, std::size_t ld, std::size_t b,
+                      std::size_t e, std::size_t j) {
+  double ref = 0;
+  switch (mode) {
+    case PoolingMode::kMean:
+      for (std::size_t r = b; r < e; ++r) ref += x[r * ld + j];
+      return ref / static_cast<double>(e - b);
+    case PoolingMode::kCls: return x[b * ld + j];
+    case PoolingMode::kLastToken: return x[(e - 1) * ld + j];
+  }
+  return ref;
+}
+
 TEST(Pool, MeanClsLastOverRaggedSequences) {
   ThreadPool pool(3);
   for (std::size_t cols : kOddSizes) {
@@ -20,18 +34,8 @@ TEST(Pool, MeanClsLastOverRaggedSequences) {
       ops::pool_cpu({x.data(), ld, out.data(), cols, starts.data(), 4, cols, mode}, pool);
       for (std::size_t s = 0; s < 4; ++s) {
         const auto b = static_cast<std::size_t>(starts[s]), e = static_cast<std::size_t>(starts[s + 1]);
-        for (std::size_t j = 0; j < cols; ++j) {
-          double ref = 0;
-          switch (mode) {
-            case PoolingMode::kMean:
-              for (std::size_t r = b; r < e; ++r) ref += x[r * ld + j];
-              ref /= static_cast<double>(e - b);
-              break;
-            case PoolingMode::kCls: ref = x[b * ld + j]; break;
-            case PoolingMode::kLastToken: ref = x[(e - 1) * ld + j]; break;
-          }
-          ASSERT_NEAR(out[s * cols + j], ref, 1e-5);
-        }
+        for (std::size_t j = 0; j < cols; ++j)
+          ASSERT_NEAR(out[s * cols + j], pool_reference(mode, x, ld, b, e, j), 1e-5);
       }
     }
   }
@@ -51,17 +55,7 @@ TEST(Pool, PoolStartsLeaveLeadingRowsOut) {
       const auto b = static_cast<std::size_t>(mode == PoolingMode::kCls ? starts[s] : from[s]);
       const auto e = static_cast<std::size_t>(starts[s + 1]);
       for (std::size_t j = 0; j < cols; ++j) {
-        double ref = 0;
-        if (b < e) {
-          switch (mode) {
-            case PoolingMode::kMean:
-              for (std::size_t r = b; r < e; ++r) ref += x[r * cols + j];
-              ref /= static_cast<double>(e - b);
-              break;
-            case PoolingMode::kCls: ref = x[b * cols + j]; break;
-            case PoolingMode::kLastToken: ref = x[(e - 1) * cols + j]; break;
-          }
-        }
+        const double ref = b < e ? pool_reference(mode, x, cols, b, e, j) : 0.0;
         ASSERT_NEAR(out[s * cols + j], ref, 1e-6) << pooling_name(mode) << " sequence " << s;
       }
     }
