@@ -1,5 +1,6 @@
 // The GEMM epilogue kernel: bias and activation over a strided row window, for the activations
-// cuBLASLt does not fuse exactly (see ops/activation_cuda.cuh). Math in f32.
+// cuBLASLt does not fuse exactly (see ops/activation_cuda.cuh). Math in f32; erf-GELU on f16 /
+// bf16 values through ops/gelu_erf_fast.h.
 
 #include "ops/activation_cuda.cuh"
 #include "ops/check_cuda.h"
@@ -29,7 +30,7 @@ __global__ void bias_activation_kernel(T* __restrict__ y, std::size_t ldy, int c
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int c = c0 + u * static_cast<int>(blockDim.x);
-    if (c < cols) elem::store(row + c, act::activate<A>(v[u]));
+    if (c < cols) elem::store(row + c, act::activate_for<A, T>(v[u]));
   }
 }
 
@@ -62,8 +63,31 @@ __global__ void bias_activation_vec_kernel(T* __restrict__ y, unsigned ldy_vecs,
   for (int u = 0; u < kUnroll; ++u) {
     if (first + u * blockDim.x >= total) continue;
 #pragma unroll
-    for (int e = 0; e < V; ++e) v[u][e] = act::activate<A>(v[u][e]);
+    for (int e = 0; e < V; ++e) v[u][e] = act::activate_for<A, T>(v[u][e]);
     elem::store_vec(y + static_cast<std::size_t>(at[u]) * V, v[u]);
+  }
+}
+
+// Dense rows without a bias (the usual case: cuBLASLt's epilogue added it): the buffer is one
+// flat run of vectors, so no thread divides its index into a row and a column.
+template <Activation A, typename T>
+__global__ void activation_flat_kernel(T* __restrict__ y, std::size_t total) {
+  pdl::wait_for_predecessor();
+  constexpr int V = elem::kVec<T>;
+  float v[kUnroll][V];
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::size_t i = first + static_cast<std::size_t>(u) * blockDim.x;
+    if (i < total) elem::load_vec(y + i * V, v[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::size_t i = first + static_cast<std::size_t>(u) * blockDim.x;
+    if (i >= total) continue;
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[u][e] = act::activate_for<A, T>(v[u][e]);
+    elem::store_vec(y + i * V, v[u]);
   }
 }
 
@@ -72,6 +96,12 @@ void launch(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* 
   constexpr unsigned kThreads = 128;
   constexpr std::size_t V = elem::kVec<T>;
   const std::size_t total = rows * (cols / V);
+  if (!bias && ldy == cols && elem::vectorizable<T>(y, ldy, cols) && A != Activation::kNone &&
+      total / (kThreads * kUnroll) < (std::size_t{1} << 31)) {
+    const auto blocks = static_cast<unsigned>((total + kThreads * kUnroll - 1) / (kThreads * kUnroll));
+    pdl::launch(activation_flat_kernel<A, T>, blocks, kThreads, 0, stream, y, total);
+    return;
+  }
   if (elem::vectorizable<T>(y, ldy, cols) && (!bias || elem::vectorizable<T>(bias, 0, cols)) &&
       rows * (ldy / V) < (std::size_t{1} << 32) - kThreads * kUnroll) {
     const auto blocks = static_cast<unsigned>((total + kThreads * kUnroll - 1) / (kThreads * kUnroll));

@@ -1,11 +1,14 @@
 // The activations of ops/activation.h on the device, in f32, for the GEMM epilogues.
 // GELU is the exact erf form or the tanh approximation, as the model's config says: cuBLASLt's
-// GELU epilogue is the tanh approximation, so erf-GELU models never use it.
+// GELU epilogue is the tanh approximation, so erf-GELU models never use it. Values stored in
+// f16 / bf16 take the cheaper exact-GELU evaluation of ops/gelu_erf_fast.h; f32 keeps erff.
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "inferencelayer/types.h"
+#include "ops/gelu_erf_fast.h"
 
 namespace il::ops::act {
 
@@ -26,6 +29,13 @@ __device__ __forceinline__ float activate(float v) {
   if constexpr (A == Activation::kRelu) return v > 0.0f ? v : 0.0f;
   if constexpr (A == Activation::kTanh) return tanhf(v);
   return v;
+}
+
+// The activation for values stored as T (computed in f32 either way).
+template <Activation A, typename T>
+__device__ __forceinline__ float activate_for(float v) {
+  if constexpr (A == Activation::kGeluErf && !std::is_same_v<T, float>) return gelu_fast::gelu_erf(v);
+  return activate<A>(v);
 }
 
 }  // namespace il::ops::act

@@ -45,10 +45,11 @@ struct SkinnyParams {
   Activation act;
 };
 
+template <typename T>
 __device__ __forceinline__ float activate(Activation a, float v) {
   switch (a) {
     case Activation::kNone: return v;
-    case Activation::kGeluErf: return act::activate<Activation::kGeluErf>(v);
+    case Activation::kGeluErf: return act::activate_for<Activation::kGeluErf, T>(v);
     case Activation::kGeluTanh: return act::activate<Activation::kGeluTanh>(v);
     case Activation::kSilu: return act::activate<Activation::kSilu>(v);
     case Activation::kRelu: return act::activate<Activation::kRelu>(v);
@@ -105,7 +106,7 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_gemm_kernel(SkinnyParams<T
 #pragma unroll
     for (int wi = 0; wi < kWarps; ++wi) s += partial[wi][i];
     if (p.bias) s += elem::load(p.bias + n0 + c);
-    elem::store(p.y + static_cast<std::size_t>(r) * p.ldy + n0 + c, activate(p.act, s));
+    elem::store(p.y + static_cast<std::size_t>(r) * p.ldy + n0 + c, activate<T>(p.act, s));
   }
 }
 
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(kTcWarps * 32) skinny_gemm_tc_kernel(SkinnyPar
 #pragma unroll
   for (int wi = 0; wi < kTcWarps; ++wi) s += partial[wi][i];
   if (p.bias) s += bias;
-  elem::store(p.y + static_cast<std::size_t>(r) * p.ldy + col, activate(p.act, s));
+  elem::store(p.y + static_cast<std::size_t>(r) * p.ldy + col, activate<T>(p.act, s));
 }
 
 template <typename T, int kRows>
