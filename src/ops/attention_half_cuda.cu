@@ -187,22 +187,38 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Stages `rows` rows of D columns (row r at g + r·ld) into shared memory with stride D + 8;
+// Stages kRowsN rows of D columns (row r at g + r·ld) into shared memory with stride D + 8;
 // rows ≥ valid and columns ≥ hd become zeros, so padding never feeds NaN or garbage into an mma
-// (a zero probability times an uninitialised NaN would still be NaN).
-template <int D, bool kVec>
-__device__ __forceinline__ void stage(uint16_t* dst, const uint16_t* g, std::size_t ld, int rows, int valid, int hd) {
+// (a zero probability times an uninitialised NaN would still be NaN). On the cp.async path a
+// thread always moves the same 16-byte column chunk of every (kThreads / chunks)-th row (head
+// dims 32, 64, 128), so its offset and column test are worked out once and each copy costs one
+// add and one compare (per-copy index arithmetic had made the integer pipe the kernel's busiest).
+template <int D, bool kVec, int kRowsN>
+__device__ __forceinline__ void stage(uint16_t* dst, const uint16_t* g, std::size_t ld, int valid, int hd) {
   constexpr int kStride = Smem<D>::kStride;
-  if constexpr (kVec) {
-    constexpr int kChunks = D / 8;  // 16-byte chunks per row; hd is a multiple of 8 on this path
-    for (int idx = static_cast<int>(threadIdx.x); idx < rows * kChunks; idx += kThreads) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row; hd is a multiple of 8 on the cp.async path
+  if constexpr (kVec && kThreads % kChunks == 0) {
+    constexpr int kRowStep = kThreads / kChunks;
+    const int r0 = static_cast<int>(threadIdx.x) / kChunks, c = static_cast<int>(threadIdx.x) % kChunks;
+    const bool col_ok = c * 8 < hd;
+    const uint16_t* src = g + static_cast<std::size_t>(r0) * ld + c * 8;
+    const std::size_t src_step = static_cast<std::size_t>(kRowStep) * ld;
+    uint32_t to = smem_addr(dst + r0 * kStride + c * 8);
+#pragma unroll
+    for (int r = r0; r < kRowsN; r += kRowStep) {
+      const bool ok = col_ok && r < valid;
+      cp_async16(to, ok ? src : g, ok);
+      src += src_step;
+      to += kRowStep * kStride * static_cast<uint32_t>(sizeof(uint16_t));
+    }
+  } else if constexpr (kVec) {  // head dim 96: 12 chunks a row, so a thread's chunk varies
+    for (int idx = static_cast<int>(threadIdx.x); idx < kRowsN * kChunks; idx += kThreads) {
       const int r = idx / kChunks, c = idx % kChunks;
       const bool ok = r < valid && c * 8 < hd;
-      const uint16_t* src = ok ? g + static_cast<std::size_t>(r) * ld + c * 8 : g;
-      cp_async16(smem_addr(dst + r * kStride + c * 8), src, ok);
+      cp_async16(smem_addr(dst + r * kStride + c * 8), ok ? g + static_cast<std::size_t>(r) * ld + c * 8 : g, ok);
     }
   } else {
-    for (int idx = static_cast<int>(threadIdx.x); idx < rows * D; idx += kThreads) {
+    for (int idx = static_cast<int>(threadIdx.x); idx < kRowsN * D; idx += kThreads) {
       const int r = idx / D, d = idx % D;
       dst[r * kStride + d] = r < valid && d < hd ? g[static_cast<std::size_t>(r) * ld + d] : uint16_t{0};
     }
@@ -279,12 +295,12 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
     if (u < ntiles) {
       const int k0 = klo + u * kKeyTile;
       const int b = u % kS;
-      stage<D, kVec>(ks + b * S::kTile, kg + static_cast<std::size_t>(k0) * p.ldk, p.ldk, kKeyTile, len - k0, hd);
-      stage<D, kVec>(vs + b * S::kTile, vg + static_cast<std::size_t>(k0) * p.ldv, p.ldv, kKeyTile, len - k0, hd);
+      stage<D, kVec, kKeyTile>(ks + b * S::kTile, kg + static_cast<std::size_t>(k0) * p.ldk, p.ldk, len - k0, hd);
+      stage<D, kVec, kKeyTile>(vs + b * S::kTile, vg + static_cast<std::size_t>(k0) * p.ldv, p.ldv, len - k0, hd);
     }
     if constexpr (kVec) cp_async_commit();
   };
-  stage<D, kVec>(qs, qg, p.ldq, kRows, len - row0, hd);
+  stage<D, kVec, kRows>(qs, qg, p.ldq, len - row0, hd);
 #pragma unroll
   for (int u = 0; u < kS - 1; ++u) load_tile(u);
 
@@ -362,24 +378,28 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
     }
 
     // Mask (raw scores; −inf stays −inf under the positive scale). A tile inside every warp
-    // row's range needs no mask.
+    // row's range needs no mask: the test is warp-uniform, and the masking is a loop of its own
+    // so that such tiles branch around it rather than run it predicated off.
     const bool need_mask = !(kt >= wlo_last && kt + kKeyTile <= whi_first);
+    if (need_mask) {
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = kt + n * 8 + 2 * tig + (e & 1);
+            if (key < lo[mi][e >> 1] || key >= hi[mi][e >> 1]) s[mi][n][e] = -INFINITY;
+          }
+    }
     uint32_t pf[kM][4][4];  // P as the A fragments of the four k-steps of P·V
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi) {
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int n = 0; n < 8; ++n) {
+      for (int n = 0; n < 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int h = e >> 1;
-          if (need_mask) {
-            const int key = kt + n * 8 + 2 * tig + (e & 1);
-            if (key < lo[mi][h] || key >= hi[mi][h]) s[mi][n][e] = -INFINITY;
-          }
-          mx[h] = fmaxf(mx[h], s[mi][n][e]);
-        }
-      }
+        for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[mi][n][e]);
       float ref[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
