@@ -96,9 +96,9 @@ void launch(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* 
   constexpr unsigned kThreads = 128;
   constexpr std::size_t V = elem::kVec<T>;
   const std::size_t total = rows * (cols / V);
-  if (!bias && ldy == cols && elem::vectorizable<T>(y, ldy, cols) && A != Activation::kNone &&
-      total / (kThreads * kUnroll) < (std::size_t{1} << 31)) {
-    const auto blocks = static_cast<unsigned>((total + kThreads * kUnroll - 1) / (kThreads * kUnroll));
+  const std::size_t flat_blocks = (total + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+  if (!bias && ldy == cols && elem::vectorizable<T>(y, ldy, cols) && flat_blocks < (std::size_t{1} << 31)) {
+    const auto blocks = static_cast<unsigned>(flat_blocks);
     pdl::launch(activation_flat_kernel<A, T>, blocks, kThreads, 0, stream, y, total);
     return;
   }

@@ -190,9 +190,10 @@ __device__ __forceinline__ void cp_async_wait() {
 // Stages kRowsN rows of D columns (row r at g + r·ld) into shared memory with stride D + 8;
 // rows ≥ valid and columns ≥ hd become zeros, so padding never feeds NaN or garbage into an mma
 // (a zero probability times an uninitialised NaN would still be NaN). On the cp.async path a
-// thread always moves the same 16-byte column chunk of every (kThreads / chunks)-th row (head
-// dims 32, 64, 128), so its offset and column test are worked out once and each copy costs one
-// add and one compare (per-copy index arithmetic had made the integer pipe the kernel's busiest).
+// thread always moves the same 16-byte column chunk of every (kThreads / chunks)-th row (every
+// 32nd, 16th, 8th at head dims 32, 64, 128), so its offset and column test are worked out once
+// and each copy costs an add and a compare (per-copy index arithmetic had made the integer pipe
+// the kernel's busiest).
 template <int D, bool kVec, int kRowsN>
 __device__ __forceinline__ void stage(uint16_t* dst, const uint16_t* g, std::size_t ld, int valid, int hd) {
   constexpr int kStride = Smem<D>::kStride;
@@ -207,9 +208,9 @@ __device__ __forceinline__ void stage(uint16_t* dst, const uint16_t* g, std::siz
     uint32_t to = smem_addr(dst + r0 * kStride + c * 8);
     static_assert(kRowsN % kRowStep == 0, "every thread copies the same number of rows");
     if constexpr (D <= 64) {
-      // A compile-time count, fully unrolled (H200: head dim 64 about 4 % faster than the loop
-      // below at 128×256 and 7 % at 32×128; at head dim 128 it measured 5 % slower, so that
-      // keeps the loop).
+      // A compile-time count, fully unrolled (H200, kernel alone: head dim 64 3 % faster than the
+      // loop below at bge-base 128×256 and 6 % at 32×128; at head dim 128 it measured 5 %
+      // slower, so that keeps the loop).
 #pragma unroll
       for (int i = 0; i < kRowsN / kRowStep; ++i) {
         const bool ok = col_ok && r0 + i * kRowStep < valid;

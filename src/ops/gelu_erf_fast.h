@@ -1,5 +1,5 @@
-// The exact (erf) GELU, x·Φ(x), for activations stored in f16 / bf16, in about a dozen f32
-// instructions and two special-function calls where libm-style erff costs about three times that.
+// The exact (erf) GELU, x·Φ(x), for activations stored in f16 / bf16, in about 16 f32
+// instructions and two special-function calls, where erff made the pass instruction-bound.
 //
 // Why: the bias + GELU pass after the up-projection (bge-base 128×256: 32768 × 3072 values) was
 // bound by instructions, not memory, with erff (Nsight Compute on the H200: issue slots 82 % busy,
@@ -15,9 +15,10 @@
 //
 // Checked over every finite f16 and bf16 input (tests/unit/gelu_erf_fast_test.cc, CPU; the GPU
 // kernel in tests/gpu): rounded to the storage type, it equals the correctly rounded GELU on all
-// but a handful of f16 inputs (each one unit in the last place away, a tie of the rounding),
-// fewer than the f32 erff formula PyTorch evaluates (hundreds of f16 and bf16 inputs, the bf16
-// ones up to 255 units away in the far negative tail, where that formula returns 0).
+// but a handful of f16 inputs (each one unit in the last place away; the exact value lies within
+// 2e-4 of a unit of a rounding tie), fewer than the f32 erff formula PyTorch evaluates misses
+// (hundreds of f16 and bf16 inputs; in the far negative tail that formula returns 0 where the
+// exact bf16 value is a small nonzero number, thousands of bf16 units away).
 //
 // ±inf: GELU(+inf) = +inf, GELU(−inf) = NaN (−inf · 0), as x·Φ(x) in PyTorch; NaN stays NaN.
 // On the device, exp2 flushes results below 2⁻¹²⁶ to zero: GELU of inputs below about −13.2 is a

@@ -1,7 +1,8 @@
 // The erf-GELU the f16 / bf16 epilogues apply (ops/gelu_erf_fast.h with the device's reciprocal
-// and exp2), on every 16-bit input pattern, through each launch path of bias_activation_cuda:
-// dense rows without bias (the flat kernel), a strided window, and rows with a bias (zeros, so
-// the input is unchanged). Against the exact GELU correctly rounded to the type: every finite
+// and exp2), on every 16-bit input pattern, through the vector launch paths of
+// bias_activation_cuda: dense rows without bias (the flat kernel), a strided window and rows with
+// a bias (zeros, so the input is unchanged), both the 16-byte vector kernel. The scalar kernel
+// and the few-row GEMM apply the same function; the op parity tests cover them on random data. Against the exact GELU correctly rounded to the type: every finite
 // input within one unit in the last place, and few off by one at all (the CPU test of the same
 // function bounds the approximation alone at 16 per type; the device's approximate reciprocal
 // and exp2 may add a few ties, so up to 64 here, 0.1 % of the inputs). One exception, exact: the

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -13,7 +14,9 @@
 namespace il::test {
 namespace {
 
-void check_every_input(const Half16& type) {
+// max_differ: inputs allowed one ulp off, as measured when the fit was made (f16 7, bf16 0) plus
+// one for a libm whose exp2 rounds differently; a changed coefficient misses hundreds.
+void check_every_input(const Half16& type, long max_differ) {
   long inputs = 0, differ = 0, worst = 0, erff_differ = 0;
   for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
     const float x = type.decode(static_cast<uint16_t>(bits));
@@ -31,11 +34,11 @@ void check_every_input(const Half16& type) {
   std::printf("[gelu] %s: %ld finite inputs, %ld not correctly rounded (worst %ld ulp); the f32 erf formula: %ld\n",
               type.name, inputs, differ, worst, erff_differ);
   EXPECT_LE(worst, 1) << type.name;
-  EXPECT_LE(differ, 16) << type.name << ": more inputs off by one than the fit's error allows";
+  EXPECT_LE(differ, max_differ) << type.name << ": more inputs off by one than the fit's error allows";
 }
 
-TEST(GeluErfFast, EveryF16InputWithinOneUlpOfExact) { check_every_input(kF16); }
-TEST(GeluErfFast, EveryBf16InputWithinOneUlpOfExact) { check_every_input(kBF16); }
+TEST(GeluErfFast, EveryF16InputWithinOneUlpOfExact) { check_every_input(kF16, 8); }
+TEST(GeluErfFast, EveryBf16InputWithinOneUlpOfExact) { check_every_input(kBF16, 1); }
 
 TEST(GeluErfFast, SpecialValues) {
   EXPECT_EQ(ops::gelu_fast::gelu_erf(INFINITY), INFINITY);
@@ -43,7 +46,8 @@ TEST(GeluErfFast, SpecialValues) {
   EXPECT_TRUE(std::isnan(ops::gelu_fast::gelu_erf(NAN)));
   EXPECT_EQ(ops::gelu_fast::gelu_erf(0.0f), 0.0f);
   EXPECT_TRUE(std::signbit(ops::gelu_fast::gelu_erf(-0.0f)));
-  EXPECT_EQ(ops::gelu_fast::gelu_erf(-30.0f), -0.0f);  // the tail underflows to a signed zero
+  EXPECT_EQ(ops::gelu_fast::gelu_erf(-30.0f), 0.0f);  // the tail underflows to a negative zero
+  EXPECT_TRUE(std::signbit(ops::gelu_fast::gelu_erf(-30.0f)));
   EXPECT_EQ(ops::gelu_fast::gelu_erf(30.0f), 30.0f);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/dtype.h"
 
@@ -44,7 +45,8 @@ inline uint16_t round_to(const Half16& t, long double v) {
   return static_cast<uint16_t>(sign | p);
 }
 
-// Units in the last place between two patterns of one sign (0 when equal; ±0 count as equal).
+// Units in the last place between two patterns, counted through zero across the signs (0 when
+// equal; +0 and −0 count as equal).
 inline long ulps_apart(uint16_t a, uint16_t b) {
   const auto key = [](uint16_t p) { return (p & 0x8000u) ? -static_cast<long>(p & 0x7fffu) : static_cast<long>(p); };
   return std::labs(key(a) - key(b));
