@@ -49,6 +49,8 @@ cublasLtEpilogue_t epilogue_for(bool bias, Activation act) {
 CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
   const char* skinny = std::getenv("IL_GEMM_SKINNY");
   skinny_ = skinny == nullptr || std::string(skinny) != "0";
+  const char* wgmma = std::getenv("IL_GEMM_WGMMA");
+  wgmma_ = wgmma == nullptr || std::string(wgmma) != "0";
   IL_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) IL_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -76,23 +78,31 @@ std::map<std::pair<int, CublasLtGemm::Key>, std::size_t>& tuned_choices() {
 
 }  // namespace
 
-// Times every candidate the heuristic offered (a warm-up run, then kTuneRuns) on the caller's
-// operands and keeps the fastest. It runs once per shape, on its first eager run: the stream is
-// synchronised then (never in a graph capture: a capturing stream keeps the heuristic's choice
-// for this launch and tunes on a later eager one). The output is rewritten by every run (beta 0),
-// so the caller's result is the chosen algorithm's.
+// Times every candidate (a warm-up run, then kTuneRuns) on the caller's operands and keeps the
+// fastest: the cuBLASLt algorithms the heuristic offered, each followed by the bias /
+// activation pass its epilogue leaves undone, and where it applies the wgmma kernel at each
+// tile width (index candidates.size() + i for kWgmmaTiles[i]). It runs once per shape, on its
+// first eager run: the stream is synchronised then (never in a graph capture: a capturing stream
+// keeps the heuristic's choice for this launch and tunes on a later eager one). Every run
+// rewrites the whole output from x (beta 0), and the caller then runs the chosen candidate.
 void CublasLtGemm::tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStream_t stream) {
-  if (s.candidates.size() <= 1) {
+  const std::size_t wgmma_count = wgmma_ && wgmma_gemm_applies(a) ? std::size(kWgmmaTiles) : 0;
+  const std::size_t total = s.candidates.size() + wgmma_count;
+  const auto choose = [&](std::size_t i) {
+    s.wgmma_tile = i < s.candidates.size() ? 0 : kWgmmaTiles[i - s.candidates.size()];
+    if (i < s.candidates.size()) s.algo = s.candidates[i];
     s.tuned = true;
+  };
+  if (total <= 1) {
+    choose(0);
     return;
   }
   int device = 0;
   IL_CUDA_CHECK(cudaGetDevice(&device));
   {
     std::lock_guard<std::mutex> lock(tuned_mutex());
-    if (auto it = tuned_choices().find({device, key}); it != tuned_choices().end() && it->second < s.candidates.size()) {
-      s.algo = s.candidates[it->second];
-      s.tuned = true;
+    if (auto it = tuned_choices().find({device, key}); it != tuned_choices().end() && it->second < total) {
+      choose(it->second);
       return;
     }
   }
@@ -103,13 +113,25 @@ void CublasLtGemm::tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStr
     IL_CUDA_CHECK(cudaEventCreate(&tune_start_));
     IL_CUDA_CHECK(cudaEventCreate(&tune_end_));
   }
+  const void* rest_bias = s.fused_bias ? nullptr : a.bias;
+  const Activation rest_act = s.fused_act ? Activation::kNone : a.act;
+  // One run of candidate i; false where a cuBLASLt algorithm cannot run this call.
+  const auto run_candidate = [&](std::size_t i) {
+    if (i >= s.candidates.size()) {
+      wgmma_gemm_cuda(a, kWgmmaTiles[i - s.candidates.size()], stream);
+      return true;
+    }
+    if (matmul(a, s, s.candidates[i], stream) != CUBLAS_STATUS_SUCCESS) return false;
+    bias_activation_cuda(a.y, a.ldy, a.m, a.n, rest_bias, rest_act, stream, a.type);
+    return true;
+  };
   constexpr int kTuneRuns = 3;
   std::size_t best = 0;
   float best_ms = INFINITY;
-  for (std::size_t i = 0; i < s.candidates.size(); ++i) {
-    if (matmul(a, s, s.candidates[i], stream) != CUBLAS_STATUS_SUCCESS) continue;  // not runnable here
+  for (std::size_t i = 0; i < total; ++i) {
+    if (!run_candidate(i)) continue;  // not runnable here
     IL_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
-    for (int r = 0; r < kTuneRuns; ++r) IL_CUBLAS_CHECK(matmul(a, s, s.candidates[i], stream));
+    for (int r = 0; r < kTuneRuns; ++r) run_candidate(i);
     IL_CUDA_CHECK(cudaEventRecord(tune_end_, stream));
     IL_CUDA_CHECK(cudaEventSynchronize(tune_end_));
     float ms = 0.0f;
@@ -119,8 +141,7 @@ void CublasLtGemm::tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStr
       best = i;
     }
   }
-  s.algo = s.candidates[best];
-  s.tuned = true;
+  choose(best);
   std::lock_guard<std::mutex> lock(tuned_mutex());
   tuned_choices().emplace(std::make_pair(device, key), best);
 }
@@ -198,6 +219,7 @@ CublasLtGemm::Key CublasLtGemm::key_for(const GemmCudaArgs& a) {
              a.ldx,
              a.ldy,
              static_cast<int>(epilogue_for(a.bias != nullptr, a.act)),
+             static_cast<int>(a.act),
              alignment_of(a.x, a.type),
              alignment_of(a.w, a.type),
              alignment_of(a.y, a.type),
@@ -243,6 +265,9 @@ void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
   // The bias pointer changes between steps of the same shape; the descriptor is read at enqueue.
   if (s.fused_bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias);
   if (!s.tuned) tune(key, a, s, stream);
+  // (The key does not hold the bias alignment: a call the wgmma kernel cannot take runs the
+  // heuristic's cuBLASLt algorithm.)
+  if (s.wgmma_tile > 0 && wgmma_gemm_applies(a)) return wgmma_gemm_cuda(a, s.wgmma_tile, stream);
   IL_CUBLAS_CHECK(matmul(a, s, s.algo, stream));
   const void* rest_bias = s.fused_bias ? nullptr : a.bias;
   const Activation rest_act = s.fused_act ? Activation::kNone : a.act;

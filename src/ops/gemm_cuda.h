@@ -40,10 +40,21 @@ inline constexpr std::size_t kSkinnyMaxRows = 16;
 bool skinny_gemm_applies(const GemmCudaArgs& a);
 void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream);
 
+// The Hopper GEMM (ops/gemm_wgmma_cuda.cu): f16 / bf16 with the bias and the activation (none,
+// erf- or tanh-GELU) applied before the one store; compute capability 9.0 devices only, where
+// it applies when x, W and y are 16-byte aligned with row pitches of a multiple of 8 elements
+// (the TMA unit moves all three), n is even and the bias 4-byte aligned. tile_n (128 or 192) is
+// the output tile's width.
+bool wgmma_gemm_applies(const GemmCudaArgs& a);
+void wgmma_gemm_cuda(const GemmCudaArgs& a, int tile_n, cudaStream_t stream);
+
 // One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
 // allocated once, and per shape the descriptors and the algorithm picked: the heuristic offers up
-// to kCandidates, the first run of the shape times them and keeps the fastest (see tune()), so a
-// replayed shape costs one cublasLtMatmul call.
+// to kCandidates, and on Hopper the wgmma kernel above competes with its two tile widths; the
+// first run of the shape times them all, each with the bias / activation pass it still needs,
+// and keeps the fastest (see tune()), so a replayed shape costs one launch (or two where a
+// cuBLASLt algorithm won and the activation is not in its epilogue). IL_GEMM_WGMMA=0 leaves the
+// wgmma kernel out.
 class CublasLtGemm {
  public:
   explicit CublasLtGemm(std::size_t workspace_bytes = std::size_t{32} << 20);
@@ -54,9 +65,9 @@ class CublasLtGemm {
   void run(const GemmCudaArgs& a, cudaStream_t stream);
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
-  // Everything the algorithm choice depends on: sizes, strides, epilogue, pointer alignments,
-  // element type.
-  using Key = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, int,
+  // Everything the algorithm choice depends on: sizes, strides, epilogue, activation, pointer
+  // alignments, element type.
+  using Key = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, int, int,
                          unsigned, unsigned, unsigned, int>;
 
  private:
@@ -70,7 +81,9 @@ class CublasLtGemm {
     bool fused_bias = false;  // the epilogue adds the bias
     bool fused_act = false;   // the epilogue applies the activation
     bool fallback = false;    // cuBLASLt found no algorithm: ops::gemm_fallback_cuda runs it
+    int wgmma_tile = 0;       // > 0: the tuner picked wgmma_gemm_cuda with this tile width
   };
+  static constexpr int kWgmmaTiles[] = {192, 128};
   static Key key_for(const GemmCudaArgs& a);
   Shape& shape_for(const Key& key, const GemmCudaArgs& a);
   void tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStream_t stream);
@@ -82,6 +95,7 @@ class CublasLtGemm {
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
   bool skinny_ = true;  // few-row shapes take skinny_gemm_cuda (IL_GEMM_SKINNY=0: never)
+  bool wgmma_ = true;   // the wgmma kernel competes in tune() (IL_GEMM_WGMMA=0: never)
   std::map<Key, Shape> shapes_;
   cudaEvent_t tune_start_ = nullptr, tune_end_ = nullptr;
 };

@@ -1,0 +1,332 @@
+// A Hopper GEMM for f16 / bf16 with the bias and activation in its epilogue:
+// y[m, n] = act(x[m, k] · W[n, k]ᵀ + bias[n]), f32 accumulation, one rounding of the result.
+//
+// Why: cuBLASLt runs bge-base's GEMMs at about 720 TFLOP/s, but its only GELU epilogue is the
+// tanh approximation, so an erf-GELU model paid a separate pass over the up-projection's output
+// (32768 × 3072 values read and written again at 128×256: 0.12 ms a layer, 1.46 ms a forward).
+// Here the activation is applied to the accumulators before the one store.
+//
+// How (sm_90a only: wgmma exists on that target alone; compiled for it whatever the build's
+// architecture list, used only on compute capability 9.0 devices). One block per SM
+// (persistent: block b takes tiles b, b + gridDim.x, ...), three warpgroups:
+// - a producer streams the k blocks (kBK = 64 columns of x and W) of the block's tiles, in
+//   order, through a ring of kStages shared-memory stages, filled by the tensor memory
+//   accelerator (TMA) with 128-byte swizzling, the layout wgmma reads without bank conflicts.
+//   Out-of-range rows and columns arrive as zeros, so any m, n and k (k a multiple of 8 for the
+//   row pitch) is handled without tails;
+// - two consumer warpgroups take alternate tiles ("ping-pong"): each computes a whole
+//   kBM × BN tile (two m64nBNk16 wgmma per 16 columns of k, 128 × BN / 128 f32 accumulators a
+//   thread), applies bias and activation, writes the tile to its own shared-memory buffer and
+//   hands it to TMA stores. Because the ring is filled in tile order, one warpgroup's k loop runs
+//   while the other is in its epilogue, so the epilogue's arithmetic (the erf-GELU is about 20
+//   instructions a value) leaves the tensor cores busy; "turn" barriers make the two k loops
+//   alternate;
+// - a stage is released when its warpgroup's wgmma.wait_group says the multiplies reading it are
+//   done (one arrival per warp on the stage's "empty" barrier); the producer then refills it.
+// Measured on the H200 (bge-base shapes, m = 32768, f16; docs/perf.md): both warpgroups on one
+// tile ran the k = 768 GEMMs at 360–450 TFLOP/s against cuBLASLt's 580–730; ping-pong with
+// stores from registers 425–478; the stores were the bound (without them 608–670), hence the
+// TMA stores: 508–578, and the up-projection with its erf-GELU 0.318 ms against cuBLASLt and
+// the separate pass 0.332. The tuner (CublasLtGemm) times this kernel against cuBLASLt per
+// shape and keeps the faster.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <mutex>
+#include <type_traits>
+
+#include "ops/activation_cuda.cuh"
+#include "ops/check_cuda.h"
+#include "ops/elem_cuda.cuh"
+#include "ops/gemm_cuda.h"
+#include "ops/launch_cuda.cuh"
+#include "ops/wgmma_cuda.cuh"
+
+namespace il::ops {
+namespace {
+
+constexpr int kBM = 128, kBK = 64;
+// Warpgroups 0 and 1 consume (wgmma), warpgroup 2 produces (one lane issues the copies). The
+// block is launched at 168 registers a thread; the producer gives most of its share to the
+// consumers (setmaxnreg), whose 128 × BN / 128 accumulators need up to 192 of them.
+constexpr int kConsumerThreads = 256, kThreads = kConsumerThreads + 128;
+constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
+
+template <int BN>
+struct Tile {
+  static constexpr uint32_t kBytesX = kBM * kBK * 2, kBytesW = BN * kBK * 2, kStageBytes = kBytesX + kBytesW;
+  // Each consumer warpgroup stages its finished tile here for the TMA store: 64-row × 64-column
+  // boxes of 8 KB (BN / 64 across, two down), in the 128-byte swizzled layout.
+  static constexpr uint32_t kOutBytes = kBM * BN * 2;
+  // What fits in 227 KB with the two output tiles: 4 stages at BN = 128, 3 at BN = 192.
+  static constexpr int kStages = BN == 192 ? 3 : 4;
+  // Stages (1024-byte aligned for the swizzle), the two output tiles, then the full and empty
+  // barriers of each stage and the two turn barriers, plus the slack to align the dynamic
+  // shared memory's start.
+  static constexpr std::size_t kSharedBytes = kStages * kStageBytes + 2 * kOutBytes + (2 * kStages + 2) * 8 + 1024;
+  static_assert(kSharedBytes <= 227 * 1024, "more shared memory than an SM offers a block");
+};
+
+template <typename T>
+struct PairOf;
+template <>
+struct PairOf<__half> {
+  using type = __half2;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
+  static __device__ __forceinline__ float2 split(type v) { return __half22float2(v); }
+};
+template <>
+struct PairOf<__nv_bfloat16> {
+  using type = __nv_bfloat162;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
+  static __device__ __forceinline__ float2 split(type v) { return __bfloat1622float2(v); }
+};
+
+template <typename T, int BN>
+__device__ __forceinline__ void wgmma_rows64(float (&acc)[BN / 2], uint64_t a, uint64_t b) {
+  if constexpr (BN == 192)
+    sm90::wgmma_m64n192k16(acc, a, b, T{});
+  else
+    sm90::wgmma_m64n128k16(acc, a, b, T{});
+}
+
+template <typename T, int BN, Activation A>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                      const __grid_constant__ CUtensorMap map_y, const T* __restrict__ bias, int m, int n, int k) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Cfg = Tile<BN>;
+  constexpr int S = Cfg::kStages;
+  extern __shared__ unsigned char shared_raw[];
+  const uint32_t base = (sm90::smem_addr(shared_raw) + 1023u) & ~1023u;
+  const uint32_t out_tiles = base + S * Cfg::kStageBytes;
+  const uint32_t full = out_tiles + 2 * Cfg::kOutBytes, empty = full + S * 8, turn = empty + S * 8;
+  const int tid = static_cast<int>(threadIdx.x), group = tid / 128, warp = tid / 32, lane = tid % 32;
+  // Column tiles run fastest, so the tiles in flight together share x rows and read all of W
+  // from L2.
+  const int tiles_n = (n + BN - 1) / BN, tiles = (m + kBM - 1) / kBM * tiles_n;
+  const int steps = (k + kBK - 1) / kBK;  // k blocks per tile
+  const int block = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
+  const int my_tiles = tiles > block ? (tiles - 1 - block) / grid + 1 : 0;
+
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) {
+      sm90::barrier_init(full + 8 * s, 1);
+      sm90::barrier_init(empty + 8 * s, 4);  // the warps of the one warpgroup that reads it
+    }
+    sm90::barrier_init(turn, 4);
+    sm90::barrier_init(turn + 8, 4);
+    sm90::barrier_init_fence();
+  }
+  __syncthreads();
+  pdl::wait_for_predecessor();  // x is the previous kernel's output
+
+  if (tid >= kConsumerThreads) {
+    // The producer (one lane): k block g of the block's sequence (tile g / steps of this block)
+    // into stage g % S once the stage's previous k block has been released.
+    sm90::registers_decrease<kProducerRegisters>();
+    if (tid != kConsumerThreads) return;
+    for (int g = 0; g < my_tiles * steps; ++g) {
+      const int s = g % S;
+      if (g >= S) sm90::barrier_wait(empty + 8 * s, (g / S - 1) & 1);
+      const int tile = block + g / steps * grid, kb = g % steps;
+      const uint32_t dst = base + s * Cfg::kStageBytes;
+      sm90::barrier_arrive_expect_bytes(full + 8 * s, Cfg::kStageBytes);
+      sm90::tma_load_2d(dst, &map_x, kb * kBK, tile / tiles_n * kBM, full + 8 * s);
+      sm90::tma_load_2d(dst + Cfg::kBytesX, &map_w, kb * kBK, tile % tiles_n * BN, full + 8 * s);
+    }
+    return;
+  }
+
+  sm90::registers_increase<kConsumerRegisters>();
+  using Pair = PairOf<T>;
+  float acc[2][BN / 2];  // rows 0–63 and 64–127 of the tile
+  // This warpgroup's tiles: every other one. Their k loops take turns: turn barrier c
+  // completes a phase when the other warpgroup has issued its last multiply of the tile before.
+  // Besides keeping the tensor cores to one k loop at a time, the turns keep every wait on a
+  // full barrier within one phase of the barrier's state (a parity wait cannot tell phase p
+  // from p + 2): all k blocks of earlier tiles have landed when a tile's k loop starts.
+  for (int i = group, j = 0; i < my_tiles; i += 2, ++j) {
+    if (group == 1 || j > 0) sm90::barrier_wait(turn + 8 * group, (group == 1 ? j : j - 1) & 1);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < BN / 2; ++e) acc[h][e] = 0.0f;
+    for (int kb = 0; kb < steps; ++kb) {
+      const int g = i * steps + kb, s = g % S;
+      sm90::barrier_wait(full + 8 * s, (g / S) & 1);
+      const uint32_t x_tile = base + s * Cfg::kStageBytes, w_tile = x_tile + Cfg::kBytesX;
+      sm90::fence_registers(acc[0]);
+      sm90::fence_registers(acc[1]);
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        const uint64_t w_desc = sm90::kmajor_sw128_desc(w_tile + kk * 32);
+        wgmma_rows64<T, BN>(acc[0], sm90::kmajor_sw128_desc(x_tile + kk * 32), w_desc);
+        wgmma_rows64<T, BN>(acc[1], sm90::kmajor_sw128_desc(x_tile + 64 * 128 + kk * 32), w_desc);
+      }
+      sm90::wgmma_commit();
+      sm90::wgmma_wait<1>();  // the previous k block's multiplies are done: release its stage
+      sm90::fence_registers(acc[0]);
+      sm90::fence_registers(acc[1]);
+      if (kb > 0 && lane == 0) sm90::barrier_arrive(empty + 8 * ((g - 1) % S));
+    }
+    if (lane == 0) sm90::barrier_arrive(turn + 8 * (1 - group));  // the other warpgroup's turn
+    sm90::wgmma_wait<0>();
+    sm90::fence_registers(acc[0]);
+    sm90::fence_registers(acc[1]);
+    if (lane == 0) sm90::barrier_arrive(empty + 8 * ((i * steps + steps - 1) % S));
+
+    // Epilogue: bias and activation in f32, one rounding, into this warpgroup's output tile in
+    // shared memory, then one TMA store per 64 × 64 box (clipped to m × n by the unit), which
+    // runs while the warpgroup goes on to its next k loop. Accumulator e of a 64-row half is
+    // 8-column chunk e / 4, row lane / 4 (+ 8 for the upper two of each four), columns
+    // 2 (lane % 4) and the next. In a box row (128 bytes) 16-byte chunk q sits at q ^ (row % 8):
+    // the 128-byte swizzle, which also spreads a warp's eight rows over all banks.
+    const int tile = block + i * grid;
+    const int m0 = tile / tiles_n * kBM, n0 = tile % tiles_n * BN;
+    const uint32_t out = out_tiles + group * Cfg::kOutBytes;
+    const bool leader = tid % 128 == 0;
+    if (leader) sm90::bulk_wait_read();  // the previous tile's stores have read the buffer
+    sm90::named_barrier(1 + group, 128);
+#pragma unroll
+    for (int c = 0; c < BN / 8; ++c) {
+      const int col = c * 8 + (lane % 4) * 2;  // in the tile
+      float2 b = make_float2(0.0f, 0.0f);
+      if (bias != nullptr && n0 + col < n)  // n is even: col + 1 < n too
+        b = Pair::split(*reinterpret_cast<const typename Pair::type*>(bias + n0 + col));
+      const uint32_t box_col = out + (col / 64) * 8192 + (col % 8) * 2;
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const int row = (warp % 4) * 16 + lane / 4 + (h % 2) * 8;  // in the 64-row half h / 2
+        const float v0 = act::activate_for<A, T>(acc[h / 2][c * 4 + (h % 2) * 2] + b.x);
+        const float v1 = act::activate_for<A, T>(acc[h / 2][c * 4 + (h % 2) * 2 + 1] + b.y);
+        const typename Pair::type v = Pair::make(v0, v1);
+        const uint32_t addr = box_col + (h / 2) * (BN / 64) * 8192 + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const uint32_t*>(&v)) : "memory");
+      }
+    }
+    sm90::fence_shared_for_tma();
+    sm90::named_barrier(1 + group, 128);
+    if (leader) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int p = 0; p < BN / 64; ++p)
+          sm90::tma_store_2d(&map_y, out + (half * (BN / 64) + p) * 8192, n0 + p * 64, m0 + half * 64);
+      sm90::bulk_commit();
+    }
+  }
+  if (tid % 128 == 0) sm90::bulk_wait_all();  // the shared memory must outlive the stores
+#else
+  (void)map_x, (void)map_w, (void)map_y, (void)bias, (void)m, (void)n, (void)k;
+  __trap();  // never launched: wgmma_gemm_applies requires a compute capability 9.0 device
+#endif
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) ==
+            cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  });
+  return fn;
+}
+
+// A row-major [rows, cols] matrix with row pitch `ld` elements, moved in boxes of box_rows ×
+// box_cols (box_cols × 2 = 128 bytes: the swizzle's row).
+CUtensorMap tensor_map(const void* data, std::size_t rows, std::size_t cols, std::size_t ld, uint32_t box_rows,
+                       uint32_t box_cols, DType t) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cols, rows};
+  const cuuint64_t strides[1] = {ld * 2};
+  const cuuint32_t box[2] = {box_cols, box_rows};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode_fn()(&map, t == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                 2, const_cast<void*>(data), dims, strides, box, element_strides,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  check(r == CUDA_SUCCESS, "wgmma gemm: cuTensorMapEncodeTiled failed (", static_cast<int>(r), ") for a ", rows,
+        " × ", cols, " matrix with pitch ", ld);
+  return map;
+}
+
+int sm_count() {
+  int device = 0, count = 0;
+  IL_CUDA_CHECK(cudaGetDevice(&device));
+  IL_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+template <typename T, int BN, Activation A>
+void launch(const GemmCudaArgs& a, cudaStream_t stream) {
+  using Cfg = Tile<BN>;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    IL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_gemm_kernel<T, BN, A>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(Cfg::kSharedBytes)));
+  });
+  const CUtensorMap map_x = tensor_map(a.x, a.m, a.k, a.ldx, kBM, kBK, a.type);
+  const CUtensorMap map_w = tensor_map(a.w, a.n, a.k, a.k, BN, kBK, a.type);
+  const CUtensorMap map_y = tensor_map(a.y, a.m, a.n, a.ldy, 64, 64, a.type);
+  const std::size_t tiles = ((a.m + kBM - 1) / kBM) * ((a.n + BN - 1) / BN);
+  const auto blocks = std::min<std::size_t>(tiles, static_cast<std::size_t>(sm_count()));
+  pdl::launch(wgmma_gemm_kernel<T, BN, A>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), Cfg::kSharedBytes,
+              stream, map_x, map_w, map_y, static_cast<const T*>(a.bias), static_cast<int>(a.m),
+              static_cast<int>(a.n), static_cast<int>(a.k));
+}
+
+template <typename T, int BN>
+void launch_for_activation(const GemmCudaArgs& a, cudaStream_t stream) {
+  switch (a.act) {
+    case Activation::kNone: return launch<T, BN, Activation::kNone>(a, stream);
+    case Activation::kGeluErf: return launch<T, BN, Activation::kGeluErf>(a, stream);
+    case Activation::kGeluTanh: return launch<T, BN, Activation::kGeluTanh>(a, stream);
+    default: check(false, "wgmma gemm: activation ", activation_name(a.act), " is not compiled in");
+  }
+}
+
+bool device_is_sm90() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return false;
+  return major == 9 && minor == 0;
+}
+
+}  // namespace
+
+bool wgmma_gemm_applies(const GemmCudaArgs& a) {
+  if (a.type == DType::kF32 || a.m == 0 || a.n == 0 || a.k == 0) return false;
+  if (a.act != Activation::kNone && a.act != Activation::kGeluErf && a.act != Activation::kGeluTanh) return false;
+  const auto aligned = [](const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  // TMA (x and W in, y out): 16-byte aligned bases and row pitches; bias read as pairs.
+  if (!aligned(a.x, 16) || !aligned(a.w, 16) || a.ldx % 8 != 0 || a.k % 8 != 0) return false;
+  if (!aligned(a.y, 16) || a.ldy % 8 != 0 || a.n % 2 != 0 || (a.bias != nullptr && !aligned(a.bias, 4))) return false;
+  if (a.m >= (std::size_t{1} << 31) || a.n >= (std::size_t{1} << 31) || a.k >= (std::size_t{1} << 31) ||
+      a.ldy >= (std::size_t{1} << 31))
+    return false;
+  static const bool sm90 = device_is_sm90() && encode_fn() != nullptr;
+  return sm90;
+}
+
+void wgmma_gemm_cuda(const GemmCudaArgs& a, int tile_n, cudaStream_t stream) {
+  check(wgmma_gemm_applies(a), "wgmma gemm: shape, alignment, activation or device it does not handle (m ", a.m,
+        ", n ", a.n, ", k ", a.k, ")");
+  check(tile_n == 128 || tile_n == 192, "wgmma gemm: tile width must be 128 or 192, got ", tile_n);
+  if (a.type == DType::kF16) {
+    if (tile_n == 192) return launch_for_activation<__half, 192>(a, stream);
+    return launch_for_activation<__half, 128>(a, stream);
+  }
+  if (tile_n == 192) return launch_for_activation<__nv_bfloat16, 192>(a, stream);
+  launch_for_activation<__nv_bfloat16, 128>(a, stream);
+}
+
+}  // namespace il::ops
