@@ -34,11 +34,9 @@
 
 #include <algorithm>
 #include <mutex>
-#include <type_traits>
 
 #include "ops/activation_cuda.cuh"
 #include "ops/check_cuda.h"
-#include "ops/elem_cuda.cuh"
 #include "ops/gemm_cuda.h"
 #include "ops/launch_cuda.cuh"
 #include "ops/wgmma_cuda.cuh"

@@ -141,6 +141,30 @@ inline std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
   return os;
 }
 
+// For the timing tests (not checks): the median of 20 CUDA-event timed runs of `launch` on the
+// default stream, after 3 untimed ones, in ms.
+template <typename Launch>
+double median_ms(Launch&& launch) {
+  cudaEvent_t e0, e1;
+  IL_CUDA_CHECK(cudaEventCreate(&e0));
+  IL_CUDA_CHECK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) launch();
+  std::vector<float> ms;
+  for (int i = 0; i < 20; ++i) {
+    IL_CUDA_CHECK(cudaEventRecord(e0));
+    launch();
+    IL_CUDA_CHECK(cudaEventRecord(e1));
+    IL_CUDA_CHECK(cudaEventSynchronize(e1));
+    float m = 0;
+    IL_CUDA_CHECK(cudaEventElapsedTime(&m, e0, e1));
+    ms.push_back(m);
+  }
+  IL_CUDA_CHECK(cudaEventDestroy(e0));
+  IL_CUDA_CHECK(cudaEventDestroy(e1));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 // Lengths 0 … 1000 in one batch: empty, single-token and tile-straddling sequences together.
 inline const std::vector<int32_t> kMixedLengths = {1, 7, 1000, 0, 33, 2, 257, 97, 64, 65, 31, 500};
 

@@ -359,28 +359,6 @@ struct TimedShape {
   MaskMode mask;
 };
 
-template <typename Launch>
-double median_ms(Launch&& launch) {
-  cudaEvent_t e0, e1;
-  IL_CUDA_CHECK(cudaEventCreate(&e0));
-  IL_CUDA_CHECK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) launch();
-  std::vector<float> ms;
-  for (int i = 0; i < 20; ++i) {
-    IL_CUDA_CHECK(cudaEventRecord(e0));
-    launch();
-    IL_CUDA_CHECK(cudaEventRecord(e1));
-    IL_CUDA_CHECK(cudaEventSynchronize(e1));
-    float m = 0;
-    IL_CUDA_CHECK(cudaEventElapsedTime(&m, e0, e1));
-    ms.push_back(m);
-  }
-  IL_CUDA_CHECK(cudaEventDestroy(e0));
-  IL_CUDA_CHECK(cudaEventDestroy(e1));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 TEST(GpuHalfAttentionTiming, DISABLED_PrintTimings) {
   IL_REQUIRE_GPU();
   const TimedShape shapes[] = {

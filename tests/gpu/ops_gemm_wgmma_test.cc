@@ -142,28 +142,6 @@ INSTANTIATE_TEST_SUITE_P(Types, WgmmaGemm, ::testing::Values(DType::kF16, DType:
 // launches after warm-up, bge-base's four GEMMs at 128 × 256 tokens (m = 32768), f16: cuBLASLt's
 // tuned algorithm (plus the separate erf-GELU pass where the up-projection needs it) against the
 // wgmma kernel at both tile widths.
-template <typename Launch>
-double median_ms(Launch&& launch) {
-  cudaEvent_t e0, e1;
-  IL_CUDA_CHECK(cudaEventCreate(&e0));
-  IL_CUDA_CHECK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) launch();
-  std::vector<float> ms;
-  for (int i = 0; i < 20; ++i) {
-    IL_CUDA_CHECK(cudaEventRecord(e0));
-    launch();
-    IL_CUDA_CHECK(cudaEventRecord(e1));
-    IL_CUDA_CHECK(cudaEventSynchronize(e1));
-    float v = 0;
-    IL_CUDA_CHECK(cudaEventElapsedTime(&v, e0, e1));
-    ms.push_back(v);
-  }
-  IL_CUDA_CHECK(cudaEventDestroy(e0));
-  IL_CUDA_CHECK(cudaEventDestroy(e1));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 TEST(WgmmaGemmTiming, DISABLED_PrintTimings) {
   IL_REQUIRE_SM90();
   struct Shape {
