@@ -49,8 +49,14 @@ cublasLtEpilogue_t epilogue_for(bool bias, Activation act) {
 CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
   const char* skinny = std::getenv("IL_GEMM_SKINNY");
   skinny_ = skinny == nullptr || std::string(skinny) != "0";
+  // Opt-in: timed alone the wgmma kernel can win a shape (up-projection + erf-GELU: 0.318 against
+  // 0.332 ms) and the tuner then keeps it, but in the model's sequence it ran slower than
+  // cuBLASLt plus the pass (kernel trace, bge-base 128×256 f16: 0.375 against 0.357 ms a call,
+  // 0.21 ms a forward; docs/perf.md). IL_GEMM_WGMMA=1 lets it compete.
   const char* wgmma = std::getenv("IL_GEMM_WGMMA");
-  wgmma_ = wgmma == nullptr || std::string(wgmma) != "0";
+  wgmma_ = wgmma != nullptr && std::string(wgmma) == "1";
+  const char* tune = std::getenv("IL_GEMM_TUNE");
+  tune_ = tune == nullptr || std::string(tune) != "0";
   IL_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) IL_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -93,7 +99,7 @@ void CublasLtGemm::tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStr
     if (i < s.candidates.size()) s.algo = s.candidates[i];
     s.tuned = true;
   };
-  if (total <= 1) {
+  if (total <= 1 || !tune_) {  // IL_GEMM_TUNE=0: the heuristic's first algorithm, untimed
     choose(0);
     return;
   }

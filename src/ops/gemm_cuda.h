@@ -50,11 +50,11 @@ void wgmma_gemm_cuda(const GemmCudaArgs& a, int tile_n, cudaStream_t stream);
 
 // One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
 // allocated once, and per shape the descriptors and the algorithm picked: the heuristic offers up
-// to kCandidates, and on Hopper the wgmma kernel above competes with its two tile widths; the
-// first run of the shape times them all, each with the bias / activation pass it still needs,
-// and keeps the fastest (see tune()), so a replayed shape costs one launch (or two where a
-// cuBLASLt algorithm won and the activation is not in its epilogue). IL_GEMM_WGMMA=0 leaves the
-// wgmma kernel out.
+// to kCandidates, and on Hopper with IL_GEMM_WGMMA=1 the wgmma kernel above competes with its two
+// tile widths; the first run of the shape times them all, each with the bias / activation pass
+// it still needs, and keeps the fastest (see tune()), so a replayed shape costs one launch (or
+// two where a cuBLASLt algorithm won and the activation is not in its epilogue). The wgmma
+// kernel is opt-in because it won alone but lost in the model (see the constructor).
 class CublasLtGemm {
  public:
   explicit CublasLtGemm(std::size_t workspace_bytes = std::size_t{32} << 20);
@@ -95,7 +95,8 @@ class CublasLtGemm {
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
   bool skinny_ = true;  // few-row shapes take skinny_gemm_cuda (IL_GEMM_SKINNY=0: never)
-  bool wgmma_ = true;   // the wgmma kernel competes in tune() (IL_GEMM_WGMMA=0: never)
+  bool wgmma_ = false;  // the wgmma kernel competes in tune() (IL_GEMM_WGMMA=1)
+  bool tune_ = true;    // time the candidates (IL_GEMM_TUNE=0: take the heuristic's first)
   std::map<Key, Shape> shapes_;
   cudaEvent_t tune_start_ = nullptr, tune_end_ = nullptr;
 };

@@ -119,6 +119,7 @@ TEST_P(WgmmaGemm, TunedChoiceMatchesCpu) {
   IL_REQUIRE_SM90();
   const DType t = GetParam();
   ThreadPool pool(0);
+  ScopedEnv on("IL_GEMM_WGMMA", "1");  // the kernel competes (it is opt-in)
   ops::CublasLtGemm gemm;
   const std::size_t m = 4099, k = 768, n = 3072;
   const HalfArray w(random_vector(n * k, 77, 0.2f), t), bias(random_vector(n, 78, 0.5f), t),
