@@ -19,11 +19,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/error.h"
 #include "ops/attention_half_cuda.h"
 #include "ops/attention_mask_cuda.cuh"
+#include "ops/attention_wgmma_cuda.h"
 #include "ops/check_cuda.h"
 #include "ops/launch_cuda.cuh"
 #include "ops/mma_cuda.cuh"
@@ -571,6 +574,16 @@ void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_l
   check(a.heads <= 65535 && a.num_seqs < (1u << 31) && (max_seq_len + 63) / 64 <= 65535,
         "attention (half): batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
+  // The Hopper kernel where it applies (IL_ATTENTION_WGMMA=0 leaves it out of kAuto).
+  static const bool wgmma_allowed = [] {
+    const char* e = std::getenv("IL_ATTENTION_WGMMA");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  const bool forced_mma_sync = tuning.kernel == HalfAttentionKernel::kMmaSync || tuning.m_tiles != 0 ||
+                               tuning.stages != 0 || tuning.pair_exp || tuning.seq_major_grid;
+  if (tuning.kernel == HalfAttentionKernel::kWgmma ||
+      (!forced_mma_sync && wgmma_allowed && attention_wgmma_applies(a)))
+    return attention_wgmma_cuda(a, max_seq_len, stream);
   // A window reaching past the longest sequence masks nothing: dropping it keeps the int index
   // arithmetic (i + half_window + 1) far from overflow.
   const int half_window =

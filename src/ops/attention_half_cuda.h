@@ -51,14 +51,19 @@ inline bool attention_half_supported(std::size_t head_dim) {
 // Throws il::Error on unsupported arguments (see attention_half_supported) or a launch failure.
 void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
 
-// For benchmarks and tuning only: the same kernel with its compile-time choices forced. 0 / false
+// For benchmarks and tuning only: the same kernels with their choices forced. 0 / false
 // keep what attention_half_cuda uses. m_tiles, stages and pair_exp are honoured for head_dim
 // ≤ 64 on the fast path (elsewhere the defaults apply); seq_major_grid everywhere.
+// Which kernel: the Hopper wgmma one (ops/attention_wgmma_cuda.h) where it applies and the
+// mma.sync one elsewhere, or one of them forced (kWgmma throws where it does not apply).
+enum class HalfAttentionKernel { kAuto, kMmaSync, kWgmma };
 struct HalfAttentionTuning {
   int m_tiles = 0;              // 16-row mma tiles per warp: 1 or 2
   int stages = 0;               // K/V pipeline depth: 2 or 4 (with m_tiles 2 for pair_exp)
   bool pair_exp = false;        // exponentials on element-type pairs (ex2.approx.f16x2 / bf16x2)
   bool seq_major_grid = false;  // the f32 kernel's block order instead of row tile, head, sequence
+  // kAuto with any field above set means the mma.sync kernel (those choices are its own).
+  HalfAttentionKernel kernel = HalfAttentionKernel::kAuto;
 };
 void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream,
                                const HalfAttentionTuning& tuning);

@@ -178,4 +178,63 @@ __device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], uint64_t a, uin
 }
 #undef IL_WGMMA_M64N192K16
 
+
+// --- The attention kernel's shapes (ops/attention_wgmma_cuda.cu): N = 64 (a key tile, or a
+// head of 64), N = 8 (row sums against a ones operand).
+
+// Descriptor of a tile of 64-element (128-byte) rows in the 128-byte swizzled layout read as an
+// MN-major B operand (with imm-trans-b = 1): N runs along a row (one swizzle atom, 64 elements),
+// K down the rows, 8-row groups 1024 bytes apart. The same bits as kmajor_sw128_desc; the
+// instruction's transpose flag says which way the rows are read.
+__device__ __forceinline__ uint64_t mnmajor_sw128_desc(uint32_t addr) { return kmajor_sw128_desc(addr); }
+
+// D[64 × 64] (+)= A · Bᵀ, A and B from shared memory (K-major); scale_d 0 overwrites D.
+#define IL_WGMMA_SS_M64N64K16(TY)                                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                   \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY "\n{" OUT32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+               : REGS32                                                                        \
+               : "l"(a), "l"(b), "r"(scale_d))
+// D[64 × 64] += A · B, A from registers (the m16n8k16 A-fragment layout per warp, four 32-bit
+// registers of element pairs), B from shared memory MN-major (imm-trans-b = 1).
+#define IL_WGMMA_RS_M64N64K16_TB(TY)                                                           \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                   \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY "\n{" OUT32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
+               : REGS32                                                                        \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+// D[64 × 8] += A · Bᵀ, A from registers, B K-major from shared memory.
+#define IL_WGMMA_RS_M64N8K16(TY)                                                               \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"                                    \
+               "wgmma.mma_async.sync.aligned.m64n8k16.f32." TY "." TY "\n{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+#define OUT32 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define REGS32 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
+template <typename T>
+__device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], uint64_t a, uint64_t b, uint32_t scale_d, T) {
+  if constexpr (std::is_same_v<T, __half>)
+    IL_WGMMA_SS_M64N64K16("f16");
+  else
+    IL_WGMMA_SS_M64N64K16("bf16");
+}
+template <typename T>
+__device__ __forceinline__ void wgmma_rs_m64n64k16_tb(float (&d)[32], const uint32_t (&a)[4], uint64_t b, T) {
+  if constexpr (std::is_same_v<T, __half>)
+    IL_WGMMA_RS_M64N64K16_TB("f16");
+  else
+    IL_WGMMA_RS_M64N64K16_TB("bf16");
+}
+template <typename T>
+__device__ __forceinline__ void wgmma_rs_m64n8k16(float (&d)[4], const uint32_t (&a)[4], uint64_t b, T) {
+  if constexpr (std::is_same_v<T, __half>)
+    IL_WGMMA_RS_M64N8K16("f16");
+  else
+    IL_WGMMA_RS_M64N8K16("bf16");
+}
+#undef OUT32
+#undef REGS32
+#undef IL_WGMMA_SS_M64N64K16
+#undef IL_WGMMA_RS_M64N64K16_TB
+#undef IL_WGMMA_RS_M64N8K16
+
 }  // namespace il::ops::sm90

@@ -30,6 +30,7 @@
 #include "gpu_test_util.h"
 #include "ops/attention.h"
 #include "ops/attention_half_cuda.h"
+#include "ops/attention_wgmma_cuda.h"
 #include "ops/ops_cuda.h"
 #include "../unit/reference.h"
 
@@ -228,6 +229,11 @@ const std::vector<HalfCase> kCases = {
     {{129, 0, 64, 63, 65, 1000}, 2, 2, 72, MaskMode::kBidirectional, 0, true},
     {{200, 1}, 1, 1, 1, MaskMode::kBidirectional, 0},
     {{333}, 2, 2, 120, MaskMode::kCausal, 31},
+    // Head dim 64, aligned: the Hopper kernel's cases on an sm_90 device (windows, causal
+    // windows, GQA, near one-hot rows).
+    {kMixed, 4, 4, 64, MaskMode::kBidirectional, 100},
+    {kMixed, 6, 2, 64, MaskMode::kCausal, 65},
+    {{129, 3, 700, 128, 1}, 2, 2, 64, MaskMode::kBidirectional, 0, false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Ragged, GpuHalfAttention,
@@ -243,6 +249,7 @@ const std::vector<NamedTuning> kTunings = {
     {"m1 s2", {1, 2, false, false}},   {"m1 s4", {1, 4, false, false}}, {"m2 s2", {2, 2, false, false}},
     {"m2 s4", {2, 4, false, false}},   {"m2 s4 pair-exp", {2, 4, true, false}},
     {"seq-major grid", {0, 0, false, true}},
+    {"mma.sync", {0, 0, false, false, ops::HalfAttentionKernel::kMmaSync}},
 };
 
 TEST(GpuHalfAttentionTuned, EveryTuningMatchesCpu) {
@@ -352,6 +359,35 @@ TEST(GpuHalfAttentionLong, CausalGqaAndWindowed8192MatchCpu) {
 }
 
 // Timing, not a check: run with --gtest_also_run_disabled_tests. Median of CUDA-event timings of
+TEST(GpuHalfAttentionWgmma, HopperKernelMatchesCpuAndTheMmaSyncKernel) {
+  IL_REQUIRE_GPU();
+  ops::HalfAttentionArgs probe;
+  probe.q = probe.k = probe.v = probe.out = reinterpret_cast<void*>(std::uintptr_t{256});
+  probe.ldq = probe.ldk = probe.ldv = probe.ldo = 64;
+  probe.heads = probe.kv_heads = 1;
+  probe.head_dim = 64;
+  if (!ops::attention_wgmma_applies(probe)) GTEST_SKIP() << "the wgmma attention kernel needs an sm_90 device";
+  // Every mask, GQA, lengths around the 64-key tiles and 128-row blocks, near one-hot rows.
+  const std::vector<HalfCase> cases = {
+      {kMixed, 12, 12, 64, MaskMode::kBidirectional, 0},
+      {kMixed, 4, 2, 64, MaskMode::kCausal, 0},
+      {kMixed, 4, 1, 64, MaskMode::kBidirectional, 7},
+      {kMixed, 2, 2, 64, MaskMode::kCausal, 200},
+      {{64, 65, 127, 128, 129, 191, 192, 193, 1}, 3, 3, 64, MaskMode::kBidirectional, 0},
+      {{2048, 5}, 2, 1, 64, MaskMode::kCausal, 0, false, true},
+  };
+  const ops::HalfAttentionTuning wgmma{0, 0, false, false, ops::HalfAttentionKernel::kWgmma};
+  const ops::HalfAttentionTuning mma_sync{0, 0, false, false, ops::HalfAttentionKernel::kMmaSync};
+  for (const HalfCase& c : cases)
+    for (HalfType t : {HalfType::kF16, HalfType::kBF16}) {
+      const double err = half_attention_error(c, t, 5, false, &wgmma);
+      const double ref = half_attention_error(c, t, 5, false, &mma_sync);
+      std::printf("[half attention] wgmma %s: max error %.3g (mma.sync kernel %.3g, tolerance %.3g)\n",
+                  describe(c, t).c_str(), err, ref, tolerance(t));
+      EXPECT_LE(err, tolerance(t)) << describe(c, t);
+    }
+}
+
 // 20 launches after warm-up, for the half kernel (both types) and the f32 kernel on the same shape.
 struct TimedShape {
   const char* name;
@@ -406,7 +442,8 @@ TEST(GpuHalfAttentionTiming, DISABLED_PrintTimings) {
                   flops / (ms * 1e-3) / 1e12);
       if (t == HalfType::kF16)
         for (const NamedTuning& nt : kTunings) {
-          if (s.head_dim > 64 && !nt.tuning.seq_major_grid) continue;  // only the grid order applies
+          // Past head dim 64 only the grid order applies (and mma.sync is the default there).
+          if (s.head_dim > 64 && !nt.tuning.seq_major_grid) continue;
           const double mt = median_ms([&] { ops::attention_half_cuda_tuned(a, s.len, nullptr, nt.tuning); });
           std::printf("[half attention timing] %-26s f16 %-15s %8.4f ms  %7.1f TFLOP/s\n", s.name, nt.name, mt,
                       flops / (mt * 1e-3) / 1e12);
