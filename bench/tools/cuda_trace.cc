@@ -2,7 +2,7 @@
 // Nsight Systems (the lent H200 has Nsight Compute only). Preloaded, it records every kernel,
 // memory copy and runtime API call with CUPTI's timestamps (one clock for host and device, ns)
 // and writes them as CSV lines to $IL_TRACE_OUT:
-//   K,start,end,correlation,stream,name     a kernel on the device
+//   K,start,end,correlation,stream,grid,block,cluster,dynamic shared bytes,name   a kernel
 //   C,start,end,correlation,kind,bytes      a copy (kind: 1 HtoD, 2 DtoH, 8 DtoD, ...)
 //   A,start,end,correlation,cbid            a runtime API call on the host
 // A kernel whose start lies just after its launch call's end was waiting on the host.
@@ -38,8 +38,10 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        std::fprintf(out, "K,%llu,%llu,%u,%u,%s\n", static_cast<unsigned long long>(k->start),
-                     static_cast<unsigned long long>(k->end), k->correlationId, k->streamId, k->name);
+        std::fprintf(out, "K,%llu,%llu,%u,%u,%dx%dx%d,%dx%dx%d,%ux%ux%u,%d,%s\n",
+                     static_cast<unsigned long long>(k->start), static_cast<unsigned long long>(k->end),
+                     k->correlationId, k->streamId, k->gridX, k->gridY, k->gridZ, k->blockX, k->blockY, k->blockZ,
+                     k->clusterX, k->clusterY, k->clusterZ, k->dynamicSharedMemory, k->name);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {

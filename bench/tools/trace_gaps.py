@@ -6,7 +6,10 @@ between consecutive device operations, split into gaps where the device waited f
 (the next kernel started within 5 us of its launch call's return) and the others; then the
 largest gaps on average and each kernel name's device time per iteration.
 
-    trace_gaps.py TRACE.csv [--last N]
+    trace_gaps.py TRACE.csv [--last N] [--by-config]
+
+--by-config lists kernels per launch configuration (grid, block, cluster, dynamic shared
+memory) with their mean time per launch, which tells apart the calls of one kernel.
 """
 import argparse
 import collections
@@ -14,13 +17,17 @@ import collections
 ap = argparse.ArgumentParser()
 ap.add_argument("trace")
 ap.add_argument("--last", type=int, default=10, help="iterations to average (the last ones)")
+ap.add_argument("--by-config", action="store_true", help="kernels per launch configuration")
 args = ap.parse_args()
 
 ops, api = [], {}
 for line in open(args.trace):
-    f = line.rstrip("\n").split(",", 5)
+    f = line.rstrip("\n").split(",", 9 if line.startswith("K,") else 5)
     if f[0] == "K":
-        ops.append((int(f[1]), int(f[2]), int(f[3]), f[5]))
+        name = f[9]
+        if args.by_config:
+            name += f"  [grid {f[5]} block {f[6]} cluster {f[7]} smem {f[8]}]"
+        ops.append((int(f[1]), int(f[2]), int(f[3]), name))
     elif f[0] == "C":
         kind = {"1": "HtoD", "2": "DtoH", "8": "DtoD"}.get(f[4], "copy" + f[4])
         ops.append((int(f[1]), int(f[2]), int(f[3]), f"[{kind} {f[5]} B]"))
@@ -84,6 +91,8 @@ for m, pos, starved, a, b in sorted(means, reverse=True)[:20]:
 small = [m for m, *_ in means]
 print(f"gaps: {len(small)} per iteration, median {sorted(small)[len(small) // 2] / 1e3:.2f} us" if small else "")
 
-print("\ndevice time per iteration by kernel (ms):")
+calls = collections.Counter(op[3] for it in iters for op in it)
+print("\ndevice time per iteration by kernel (ms; launches per iteration; mean ms a launch):")
 for name, t in sorted(kernel_time.items(), key=lambda kv: -kv[1])[:25]:
-    print(f"  {t / 1e6:8.4f}  {short(name, 220)}")
+    per = calls[name] / n
+    print(f"  {t / 1e6:8.4f}  {per:5.1f}  {t / 1e6 / per:8.4f}  {short(name, 260)}")
