@@ -160,8 +160,9 @@ TEST_P(GpuHalfModelTest, GraphReplayIsBitIdenticalToEagerRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuHalfModelTest,
-                         ::testing::Combine(::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce",
-                                                              "xlmr-ce", "xlmr-ce2", "jina-ce"),
+                         ::testing::Combine(::testing::Values("bert-mean", "bert-cls", "bert-mean-f16",
+                                                              "bert-mean-hd64", "bert-ce", "xlmr-ce", "xlmr-ce2",
+                                                              "jina-ce"),
                                             ::testing::Values("f16", "bf16")),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);

@@ -189,8 +189,8 @@ TEST(GpuPromptPooling, LeavesThePromptOutLikeTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuModelTest,
-                         ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce", "xlmr-ce", "xlmr-ce2",
-                                           "jina-ce"),
+                         ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-mean-hd64", "bert-ce",
+                                           "xlmr-ce", "xlmr-ce2", "jina-ce"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)

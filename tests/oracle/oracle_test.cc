@@ -147,8 +147,8 @@ TEST(PromptPooling, LeavesThePromptOutAsSentenceTransformersDoes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OracleTest,
-                         ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-ce", "xlmr-ce", "xlmr-ce2",
-                                           "jina-ce"),
+                         ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-mean-hd64", "bert-ce",
+                                           "xlmr-ce", "xlmr-ce2", "jina-ce"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)

@@ -20,6 +20,9 @@ Folders written under --out (each also gets expected.json):
   bert-mean-f16    bert-mean with the weights stored as float16 (expected = f16 weights upcast)
   bert-cls         sentence-transformers folder: CLS pooling, gelu_new, intermediate < 3*hidden,
                    module configs as the installed sentence-transformers writes them
+  bert-mean-hd64   bert-mean's recipe at hidden 128 with 2 heads: head dim 64, the head dim of
+                   bge-base / XLM-R, whose f16 / bf16 attention takes its own GPU kernels
+                   (--only-hd64 builds just this folder)
   bert-ce          BertForSequenceClassification, num_labels 1 (plain save_pretrained folder)
   xlmr-ce          XLMRobertaForSequenceClassification, num_labels 1
   xlmr-ce2         XLMRobertaForSequenceClassification, num_labels 3
@@ -353,12 +356,12 @@ def randomize(model, seed):
     return count
 
 
-def bert_config(vocab_size, *, act="gelu", intermediate=128, num_labels=None):
+def bert_config(vocab_size, *, act="gelu", intermediate=128, num_labels=None, hidden=HIDDEN, heads=HEADS):
     kw = dict(
         vocab_size=vocab_size,
-        hidden_size=HIDDEN,
+        hidden_size=hidden,
         num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
+        num_attention_heads=heads,
         intermediate_size=intermediate,
         hidden_act=act,
         max_position_embeddings=64,
@@ -460,7 +463,7 @@ def st_encode(st, texts, prompt_name=None, batch_size=1):
         kw.pop("show_progress_bar")
         out = st.encode(list(texts), **kw)
     out = to_np(out)
-    assert out.shape == (len(texts), HIDDEN), out.shape
+    assert out.shape[0] == len(texts) and out.ndim == 2, out.shape
     return out
 
 
@@ -667,12 +670,13 @@ def check_not_degenerate(name, vectors):
 # folder builders
 
 
-def build_st_folder(out, name, tok, vocab_size, *, pooling, act, intermediate, seed, legacy):
+def build_st_folder(out, name, tok, vocab_size, *, pooling, act, intermediate, seed, legacy, hidden=HIDDEN,
+                    heads=HEADS):
     folder = out / name
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    cfg = bert_config(vocab_size, act=act, intermediate=intermediate)
+    cfg = bert_config(vocab_size, act=act, intermediate=intermediate, hidden=hidden, heads=heads)
     model = BertModel(cfg)
     randomize(model, seed)
     model.eval()
@@ -682,7 +686,7 @@ def build_st_folder(out, name, tok, vocab_size, *, pooling, act, intermediate, s
 
     Transformer, Pooling, Normalize, SentenceTransformer = st_modules()
     tr = Transformer(str(folder), model_kwargs=load_kwargs())
-    pl = Pooling(HIDDEN, pooling_mode=pooling)
+    pl = Pooling(hidden, pooling_mode=pooling)
     st = SentenceTransformer(modules=[tr, pl, Normalize()], device="cpu", prompts={"query": "query: "})
     try:
         st.save(str(folder), create_model_card=False)
@@ -1156,6 +1160,7 @@ def main():
                     help="train the WordPiece vocabulary again from train_corpus.txt into wordpiece_vocab.txt")
     ap.add_argument("--only-prompt-pooling", action="store_true",
                     help="only (re)build bert-mean-noprompt from the existing bert-mean folder")
+    ap.add_argument("--only-hd64", action="store_true", help="only (re)build bert-mean-hd64")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -1195,6 +1200,19 @@ def main():
 
     summary = {}
 
+    def build_hd64():
+        # bert-mean's recipe at head dim 64 (hidden 128, 2 heads), installed module-config format.
+        folder, fmt = build_st_folder(out, "bert-mean-hd64", bert_tok, V, pooling="mean", act="gelu",
+                                      intermediate=256, seed=606, legacy=False, hidden=128, heads=2)
+        summary["bert-mean-hd64"] = {"format": fmt,
+                                     **expected_embedding(folder, bert_trunc, "mean", V, bert_cls, 606)}
+
+    if args.only_hd64:
+        build_hd64()
+        for name, st in summary.items():
+            print(name, st)
+        return 0
+
     # bert-mean (classic module configs) and its float16 copy
     folder, fmt = build_st_folder(out, "bert-mean", bert_tok, V, pooling="mean", act="gelu", intermediate=128,
                                   seed=101, legacy=True)
@@ -1214,6 +1232,8 @@ def main():
     folder, fmt = build_st_folder(out, "bert-cls", bert_tok, V, pooling="cls", act="gelu_new", intermediate=64,
                                   seed=202, legacy=False)
     summary["bert-cls"] = {"format": fmt, **expected_embedding(folder, bert_trunc, "cls", V, bert_cls, 202)}
+
+    build_hd64()
 
     # cross-encoders
     folder = build_ce_folder(out, "bert-ce", bert_tok, "bert", BertForSequenceClassification,
@@ -1237,7 +1257,7 @@ def main():
     assert [c["scores"] for c in a["cases"]] == [c["scores"] for c in b["cases"]]
 
     # every saved tokenizer.json must encode like the object it was built from
-    for name, ref in (("bert-mean", bert_tok), ("bert-cls", bert_tok), ("bert-ce", bert_tok),
+    for name, ref in (("bert-mean", bert_tok), ("bert-cls", bert_tok), ("bert-mean-hd64", bert_tok), ("bert-ce", bert_tok),
                       ("xlmr-ce", xlmr_tok), ("jina-ce", xlmr_tok)):
         saved = Tokenizer.from_file(str(out / name / "tokenizer.json"))
         for t in EMBED_TEXTS:
