@@ -345,15 +345,6 @@ void launch(Params p, std::size_t num_seqs, std::size_t heads, std::size_t max_s
               S::kSharedBytes, stream, p);
 }
 
-bool device_is_sm90() {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return false;
-  return major == 9 && minor == 0;
-}
-
 bool aligned(const void* ptr, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; }
 
 }  // namespace
@@ -365,8 +356,7 @@ bool attention_wgmma_applies(const HalfAttentionArgs& a) {
     return false;
   if (!aligned(a.out, 4) || a.ldo % 2 != 0) return false;
   if (!(a.scale > 0.0f) || !std::isfinite(a.scale)) return false;
-  static const bool sm90 = device_is_sm90();
-  return sm90;
+  return current_device_is_sm90();
 }
 
 void attention_wgmma_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {

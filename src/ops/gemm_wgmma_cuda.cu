@@ -290,15 +290,6 @@ void launch_for_activation(const GemmCudaArgs& a, cudaStream_t stream) {
   }
 }
 
-bool device_is_sm90() {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return false;
-  return major == 9 && minor == 0;
-}
-
 }  // namespace
 
 bool wgmma_gemm_applies(const GemmCudaArgs& a) {
@@ -311,8 +302,7 @@ bool wgmma_gemm_applies(const GemmCudaArgs& a) {
   if (a.m >= (std::size_t{1} << 31) || a.n >= (std::size_t{1} << 31) || a.k >= (std::size_t{1} << 31) ||
       a.ldy >= (std::size_t{1} << 31))
     return false;
-  static const bool sm90 = device_is_sm90() && encode_fn() != nullptr;
-  return sm90;
+  return current_device_is_sm90() && encode_fn() != nullptr;
 }
 
 void wgmma_gemm_cuda(const GemmCudaArgs& a, int tile_n, cudaStream_t stream) {

@@ -47,3 +47,12 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared
 }
 
 }  // namespace il::ops::pdl
+
+namespace il::ops {
+
+// Whether the current device has compute capability 9.0 exactly, the only one the sm_90a kernels
+// (wgmma GEMM and attention) run on. Worked out once per device: on a host with mixed GPUs each
+// device answers for itself.
+bool current_device_is_sm90();
+
+}  // namespace il::ops
