@@ -27,6 +27,7 @@
 
 #include "core/error.h"
 #include "ops/attention_mask_cuda.cuh"
+#include "ops/attention_tile_cuda.cuh"
 #include "ops/attention_wgmma_cuda.h"
 #include "ops/check_cuda.h"
 #include "ops/launch_cuda.cuh"
@@ -35,20 +36,18 @@
 namespace il::ops {
 namespace {
 
+using namespace attn;  // Elem, fast_exp2, cp.async (ops/attention_tile_cuda.cuh)
+
 constexpr int kD = 64;                    // head dim: a row of a head is 128 bytes, one swizzle row
 constexpr int kKeyTile = 64;              // keys per tile
 constexpr int kStages = 4;                // K / V tiles in shared memory
 constexpr uint32_t kTileBytes = 64 * 128;  // 64 rows of 64 elements: a K or V tile, a group's Q
 
-// G warpgroups per block, 64 query rows each.
-template <int G>
-struct Shape {
-  static constexpr int kRows = 64 * G, kThreads = 128 * G;
-  // Q (one tile per warpgroup), the K ring, the V ring, a 1 KB tile of ones, and the slack that
-  // aligns the start to the swizzle's 1024 bytes.
-  static constexpr std::size_t kSharedBytes = (G + 2 * kStages) * kTileBytes + 1024 + 1024;
-  static constexpr int kBlocksPerSm = G == 2 ? 2 : 1;  // 65536 registers: at most 128 a thread
-};
+constexpr int kGroups = 2;                 // warpgroups per block, 64 query rows each
+constexpr int kRows = 64 * kGroups, kThreads = 128 * kGroups;
+// Q (one tile per warpgroup), the K ring, the V ring, a 1 KB tile of ones, and the slack that
+// aligns the start to the swizzle's 1024 bytes.
+constexpr std::size_t kSharedBytes = (kGroups + 2 * kStages) * kTileBytes + 1024 + 1024;
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
@@ -69,43 +68,6 @@ struct Params {
   int row_tiles;  // blocks of kRows query rows per (sequence, head)
 };
 
-template <typename T>
-struct Elem;
-template <>
-struct Elem<__half> {
-  static constexpr uint32_t kOnePair = 0x3c003c00u;
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    uint32_t r;
-    memcpy(&r, &h, sizeof r);
-    return r;
-  }
-};
-template <>
-struct Elem<__nv_bfloat16> {
-  static constexpr uint32_t kOnePair = 0x3f803f80u;
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    uint32_t r;
-    memcpy(&r, &h, sizeof r);
-    return r;
-  }
-};
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));  // exp2(−inf) = +0
-  return y;
-}
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 // Keeps registers an asynchronous wgmma still reads (A fragments) from being reused before the
 // wait that follows it.
 __device__ __forceinline__ void keep_registers(uint32_t (&a)[4][4]) {
@@ -130,10 +92,10 @@ __device__ __forceinline__ void stage_rows(uint32_t dst, const uint16_t* src, st
   }
 }
 
-template <typename T, int G>
-__global__ void __launch_bounds__(Shape<G>::kThreads, Shape<G>::kBlocksPerSm) attention_wgmma_kernel(Params p) {
+// Two blocks an SM: 65536 registers leave at most 128 a thread.
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 2) attention_wgmma_kernel(Params p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kGroups = G, kRows = Shape<G>::kRows, kThreads = Shape<G>::kThreads;
   pdl::wait_for_predecessor();
   extern __shared__ unsigned char shared_raw[];
   const uint32_t base = (sm90::smem_addr(shared_raw) + 1023u) & ~1023u;
@@ -329,20 +291,19 @@ __global__ void __launch_bounds__(Shape<G>::kThreads, Shape<G>::kBlocksPerSm) at
 #endif
 }
 
-template <typename T, int G>
+template <typename T>
 void launch(Params p, std::size_t num_seqs, std::size_t heads, std::size_t max_seq_len, cudaStream_t stream) {
-  using S = Shape<G>;
   static std::once_flag once;
   std::call_once(once, [] {
-    IL_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_kernel<T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(S::kSharedBytes)));
+    IL_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSharedBytes)));
   });
-  const std::size_t row_tiles = (max_seq_len + S::kRows - 1) / S::kRows;
+  const std::size_t row_tiles = (max_seq_len + kRows - 1) / kRows;
   const std::size_t blocks = num_seqs * heads * row_tiles;
   check(blocks < (std::size_t{1} << 31), "attention (wgmma): batch too large for one launch");
   p.row_tiles = static_cast<int>(row_tiles);
-  pdl::launch(attention_wgmma_kernel<T, G>, dim3(static_cast<unsigned>(blocks)), dim3(S::kThreads),
-              S::kSharedBytes, stream, p);
+  pdl::launch(attention_wgmma_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), kSharedBytes, stream,
+              p);
 }
 
 bool aligned(const void* ptr, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; }
@@ -386,8 +347,8 @@ void attention_wgmma_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, c
   // Two warpgroups a block (128 query rows, two blocks an SM): four (a whole 256-token
   // sequence per block, K / V read once) measured slower, 0.140 against 0.118 ms at bge-base
   // 128×256; and issuing P·V of one tile with Q·Kᵀ of the next, 0.129 ms.
-  if (a.type == HalfType::kF16) return launch<__half, 2>(p, a.num_seqs, a.heads, max_seq_len, stream);
-  launch<__nv_bfloat16, 2>(p, a.num_seqs, a.heads, max_seq_len, stream);
+  if (a.type == HalfType::kF16) return launch<__half>(p, a.num_seqs, a.heads, max_seq_len, stream);
+  launch<__nv_bfloat16>(p, a.num_seqs, a.heads, max_seq_len, stream);
 }
 
 }  // namespace il::ops
