@@ -44,9 +44,13 @@ void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream);
 // erf- or tanh-GELU) applied before the one store; compute capability 9.0 devices only, where
 // it applies when x, W and y are 16-byte aligned with row pitches of a multiple of 8 elements
 // (the TMA unit moves all three), n is even and the bias 4-byte aligned. tile_n (128 or 192) is
-// the output tile's width.
+// the output tile's width; cluster 2 pairs blocks that share W's tiles (each loads half into
+// both), 1 runs them alone, 0 takes the default (2, or IL_GEMM_WGMMA_CLUSTER).
 bool wgmma_gemm_applies(const GemmCudaArgs& a);
-void wgmma_gemm_cuda(const GemmCudaArgs& a, int tile_n, cudaStream_t stream);
+void wgmma_gemm_cuda(const GemmCudaArgs& a, int tile_n, cudaStream_t stream, int cluster = 0);
+// The block count wgmma_gemm_cuda would launch for `a`: persistent, never more than the device
+// holds at once.
+unsigned wgmma_gemm_blocks(const GemmCudaArgs& a, int tile_n, int cluster = 0);
 
 // One per executor (one device, one stream at a time). Holds the cuBLASLt handle, a workspace
 // allocated once, and per shape the descriptors and the algorithm picked: the heuristic offers up

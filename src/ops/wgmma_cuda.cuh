@@ -58,6 +58,39 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
+// --- Clusters (a pair of blocks on neighbouring SMs that see each other's shared memory).
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every block in the cluster: arrives, then waits for all the others (release /
+// acquire: shared-memory writes and barrier initialisations before it are visible after it).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// One arrival on the barrier at the same shared-memory offset in block `rank` of the cluster.
+// The default (.release at CTA scope) is enough to signal "done reading this stage"; the
+// cluster-scope release form made the GEMM's k loop about twice as slow.
+__device__ __forceinline__ void barrier_arrive_in(uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+// tma_load_2d into the same offset of every block in `mask` (bit r: cluster rank r); each
+// destination block's barrier at offset `bar` receives the box's bytes.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, int inner, int outer,
+                                                      uint32_t bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(outer), "r"(bar), "h"(mask)
+      : "memory");
+}
+
 // Moves registers between warpgroups: the whole warpgroup lowers (dec) or raises (inc) its
 // per-thread register count; the block's total must stay within what it was launched with.
 template <int N>
