@@ -40,6 +40,19 @@ def main():
             ratio = t["p50_ms"] / o["p50_ms"]
         print(f"| {o['model']} | {d} | {label} | {ours} | {t['p50_ms']:.3f} | {t['tokens_per_s']:.0f} | "
               f"{ratio:.2f}× | {m or '—'} / {t.get('peak_mem_mb', '—')} |")
+    # Records of bench/tools/energy.py (tagged by gpu_bench.sh), when it ran.
+    energy = {(r["model"], r["dtype"], r["point"], r["energy"]): r for r in rows if "energy" in r}
+    keys = sorted({k[:3] for k in energy})
+    if keys:
+        print()
+        print("| model | dtype | point | ours W / SM MHz / J a forward | PyTorch W / SM MHz / J a forward | "
+              "energy PyTorch / ours |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for k in keys:
+            o, t = energy.get(k + ("ours",)), energy.get(k + ("torch",))
+            cell = lambda r: "—" if r is None else f"{r['watts']:.0f} / {r['sm_clock_mhz']:.0f} / {r['joules_per_forward']:.2f}"
+            ratio = f"{t['joules_per_forward'] / o['joules_per_forward']:.2f}×" if o and t else "—"
+            print(f"| {k[0]} | {k[1]} | {k[2]} | {cell(o)} | {cell(t)} | {ratio} |")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Power, SM clock and energy per forward of a benchmark run on an NVIDIA GPU (NVML).
 
-    bench/tools/energy.py [--device N] [--label TEXT] -- COMMAND ...
+    bench/tools/energy.py [--device N] [--label TEXT] [--tag KEY=VALUE ...] -- COMMAND ...
 
 COMMAND is one point of `inferencelayer bench ... --json` or `bench/torch_bench.py ...`: it
 prints a JSON line with "p50_ms". While it runs, the device's cumulative energy counter and SM
@@ -65,6 +65,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", type=int, default=0, help="NVML device index")
     ap.add_argument("--label", default="")
+    ap.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra field of the printed record (repeatable)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     cmd = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
@@ -107,7 +109,9 @@ def main():
     span = rows[last][0] - rows[first][0]
     watts = (rows[last][1] - rows[first][1]) / 1000.0 / span
     clock = statistics.median(r[2] for r in rows[first:last + 1])
+    tags = dict(t.split("=", 1) for t in args.tag)
     print(json.dumps({
+        **tags,
         "label": args.label,
         "p50_ms": round(p50, 4),
         "plateau_s": round(span, 1),
