@@ -33,10 +33,11 @@
 // Blocks run in pairs (2-block clusters) by default: the pair takes row tiles 2p and 2p + 1 of
 // one column tile in step, and each block's producer loads half of the shared W block into both
 // (TMA multicast), so a stage costs L2 24 KB instead of 32 (Nsight Compute: L2 throughput 53 %
-// against 71 %). At full clock that changed little (qkv 597 against 587 TFLOP/s, the attention
-// output 494 against 501); at the H200's power cap, where a large f16 forward runs, it is a few
-// per cent faster (down-projection 465 against 433). cuBLASLt stays well ahead there (625).
-// IL_GEMM_WGMMA_CLUSTER=1 runs single blocks.
+// against 71 %). At full clock that changed little (qkv 582–597 against 587 TFLOP/s, the
+// attention output 481–494 against 501); at the H200's power cap, where a large f16 forward
+// runs, pairs are faster (down-projection 465–521 against 433–436, the fused up-projection
+// 351–421 against 340–348, level with cuBLASLt plus the pass, 412–415), but cuBLASLt stays
+// ahead on the plain shapes (down 622–626). IL_GEMM_WGMMA_CLUSTER=1 runs single blocks.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -101,8 +102,8 @@ __device__ __forceinline__ void wgmma_rows64(float (&acc)[BN / 2], uint64_t a, u
 }
 
 // C is the cluster size (1 or 2). With 2, the blocks of a pair take row tiles 2p and 2p + 1 of
-// the same column tile in step, and each loads half of the shared W block into both: a third less
-// traffic from L2 per stage (x 16 KB + W 8 KB instead of 16 + 16 at BN = 128).
+// the same column tile in step, and each loads half of the shared W block into both: a quarter
+// less traffic from L2 per stage (x 16 KB + W 8 KB instead of 16 + 16 at BN = 128).
 template <typename T, int BN, Activation A, int C>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
