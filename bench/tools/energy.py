@@ -6,8 +6,8 @@
 COMMAND is one point of `inferencelayer bench ... --json` or `bench/torch_bench.py ...`: it
 prints a JSON line with "p50_ms". While it runs, the device's cumulative energy counter and SM
 clock are read every 10 ms. The timed loop is the plateau: from the first to the last
-half-second window whose mean power is at least 85 % of the run's highest (loading, tuning and
-start-up draw far less). Printed: the plateau's mean power and median SM clock, and joules per
+half-second window whose mean power is at least 85 % of the windows' upper quartile (loading,
+tuning and start-up draw far less; the timed loop should be most of the run). Printed: the plateau's mean power and median SM clock, and joules per
 forward = plateau power × p50 (for a loop that idles between forwards, as torch_bench.py's
 synchronising one does a little, this undercounts). Give the command enough iterations for a
 plateau of several seconds.
@@ -90,9 +90,10 @@ def main():
             p50 = record.get("p50_ms", p50)
     if p50 is None:
         raise SystemExit("the command printed no JSON line with p50_ms")
-    # Half-second windows (the counter advances in steps of tens of milliseconds): mean power
-    # from the counter. The plateau is the span from the first to the last window at ≥ 85 % of
-    # the highest; its power is the counter's difference across that whole span.
+    # Half-second windows (the counter advances in uneven steps of tens of milliseconds, so a
+    # single window can read high): mean power from the counter. The plateau is the span from
+    # the first to the last window at ≥ 85 % of the windows' upper quartile; its power is the
+    # counter's difference across that whole span.
     windows, i = [], 0
     while i < len(rows):
         j = i
@@ -103,8 +104,8 @@ def main():
         i = j + 1
     if len(windows) < 3:
         raise SystemExit("the run was too short to sample: give it more iterations")
-    top = max(w[2] for w in windows)
-    hot = [w for w in windows if w[2] >= 0.85 * top]
+    upper = sorted(w[2] for w in windows)[(3 * len(windows)) // 4]
+    hot = [w for w in windows if w[2] >= 0.85 * upper]
     first, last = hot[0][0], hot[-1][1]
     span = rows[last][0] - rows[first][0]
     watts = (rows[last][1] - rows[first][1]) / 1000.0 / span

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -166,17 +167,29 @@ void run_bench(const BenchArgs& a) {
   const plan::View out_view = model.plan.output(ce ? "scores" : "embedding");
   const std::size_t threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
 
-  if (!a.json)
-    std::printf("model %s (%s, %d layers, hidden %d)  device %s  dtype %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s\n",
+  // Energy of the timed runs, where the device counts it (NVIDIA GPUs): reported when they last
+  // at least kMeteredSeconds, since the counter advances in steps of tens of milliseconds.
+  constexpr double kMeteredSeconds = 1.0;
+  const bool metered = exec->energy_joules().has_value();
+  if (!a.json) {
+    std::printf("model %s (%s, %d layers, hidden %d)  device %s  dtype %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s",
                 name.c_str(), ce ? "cross-encoder" : "embedding", model.config.layers, model.config.hidden,
                 a.device.c_str(), exec->compute_dtype().c_str(), threads, a.iters, "batch", "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
+    std::printf(metered ? " %8s %10s\n" : "\n", "W", "J/forward");
+  }
   std::mt19937 rng(a.seed);
   std::vector<float> readback;
   for (const Point& p : points) {
     const plan::Batch batch = random_batch(p, model.config.vocab, rng);
     readback.resize(batch.num_seqs() * out_view.cols);
     std::vector<double> ms;
+    std::optional<double> joules_start;
+    std::chrono::steady_clock::time_point timed_start;
     for (int i = 0; i < a.warmup + a.iters; ++i) {
+      if (i == a.warmup && metered) {
+        joules_start = exec->energy_joules();
+        timed_start = std::chrono::steady_clock::now();
+      }
       const auto t0 = std::chrono::steady_clock::now();
       exec->set_batch(batch);
       exec->run("encode");
@@ -184,6 +197,16 @@ void run_bench(const BenchArgs& a) {
       exec->read(out_view, readback.data());
       const auto t1 = std::chrono::steady_clock::now();
       if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    // Mean power and energy per forward over the timed runs (upload and readback included).
+    std::optional<double> watts, joules_per_forward;
+    if (joules_start) {
+      const std::optional<double> joules_end = exec->energy_joules();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count();
+      if (joules_end && seconds >= kMeteredSeconds) {
+        watts = (*joules_end - *joules_start) / seconds;
+        joules_per_forward = (*joules_end - *joules_start) / a.iters;
+      }
     }
     const double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
     const double tps = static_cast<double>(batch.num_tokens()) / (p50 / 1000.0);
@@ -195,12 +218,22 @@ void run_bench(const BenchArgs& a) {
                           {"p50_ms", p50},            {"p90_ms", p90},     {"tokens_per_s", tps},
                           {"tokens", batch.num_tokens()}};
       if (p.mixed) j["mixed"] = {p.min_len, p.max_len};
+      if (metered) {
+        j["watts"] = watts ? nlohmann::ordered_json(*watts) : nlohmann::ordered_json(nullptr);
+        j["joules_per_forward"] = joules_per_forward ? nlohmann::ordered_json(*joules_per_forward) : nlohmann::ordered_json(nullptr);
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("%6zu %6s %8zu %10.3f %10.3f %12.0f\n", p.batch,
+      std::printf("%6zu %6s %8zu %10.3f %10.3f %12.0f", p.batch,
                   p.mixed ? (std::to_string(p.min_len) + "-" + std::to_string(p.max_len)).c_str()
                           : std::to_string(len).c_str(),
                   batch.num_tokens(), p50, p90, tps);
+      if (!metered)
+        std::printf("\n");
+      else if (watts)
+        std::printf(" %8.0f %10.4f\n", *watts, *joules_per_forward);
+      else
+        std::printf(" %8s %10s\n", "-", "-");  // the timed runs were too short to meter
     }
     std::fflush(stdout);
   }
@@ -216,7 +249,9 @@ Command add_bench_command(CLI::App& app) {
       "cross-encoder head + read back); p50/p90 are over the timed ones and tokens/s = tokens / p50.\n"
       "--json writes one line per point: {\"impl\":\"inferencelayer\",\"model\",\"device\",\"threads\",\n"
       "\"batch\",\"len\",\"p50_ms\",\"p90_ms\",\"tokens_per_s\",\"tokens\"} (+ \"mixed\": [min, max] for --mixed\n"
-      "points, whose \"len\" is the mean length).\n"
+      "points, whose \"len\" is the mean length). On a GPU whose driver counts energy (NVIDIA, through\n"
+      "NVML) the mean power and the energy per forward over the timed runs are added (W, J/forward;\n"
+      "\"watts\", \"joules_per_forward\"), when those runs last at least a second (else - / null).\n"
       "Examples:\n"
       "  inferencelayer bench --config bench/configs/bge-small.json --grid 1x16,32x128 --json\n"
       "  inferencelayer bench --model ./bge-small --mixed 32:16:256");

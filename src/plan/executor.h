@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "plan/plan.h"
@@ -24,6 +25,9 @@ class Executor {
   virtual std::string compute_dtype() const { return "f32"; }
   // Replays captured as CUDA graphs so far (0 where there are none).
   virtual std::size_t captured_graphs() const { return 0; }
+  // The device's cumulative energy counter in joules, where the backend can read one (NVIDIA
+  // GPUs, through the driver); nothing elsewhere. A difference over a span of work is its energy.
+  virtual std::optional<double> energy_joules() { return std::nullopt; }
 };
 
 }  // namespace il::plan

@@ -401,6 +401,11 @@ std::string CudaExecutor::profile_report() const {
   return report;
 }
 
+std::optional<double> CudaExecutor::energy_joules() {
+  if (!energy_meter_) energy_meter_ = std::make_unique<EnergyMeter>(device_);
+  return energy_meter_->joules();
+}
+
 ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::GemmStep& op) const {
   const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
   const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/cuda/device_memory.h"
+#include "backends/cuda/energy_meter.h"
 #include "core/dtype.h"
 #include "ops/gemm_cuda.h"
 #include "ops/layernorm.h"
@@ -46,6 +47,7 @@ class CudaExecutor final : public plan::Executor {
   std::string backend_name() const override { return "cuda:" + std::to_string(device_); }
   std::string compute_dtype() const override;
   std::size_t captured_graphs() const override { return captured_graphs_; }
+  std::optional<double> energy_joules() override;  // NVML, loaded on first call
 
   void set_profiling(bool on) { profiling_ = on; }
   std::string profile_report() const;
@@ -108,6 +110,8 @@ class CudaExecutor final : public plan::Executor {
   std::map<GraphKey, ShapeRecord> graphs_;
   std::size_t captured_graphs_ = 0;
   cudaEvent_t shape_start_ = nullptr, shape_end_ = nullptr;  // times a shape's second eager run
+
+  std::unique_ptr<EnergyMeter> energy_meter_;  // made by the first energy_joules()
 
   bool profiling_ = false;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;  // profiling only, one pair per step
