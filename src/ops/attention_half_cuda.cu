@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "ops/attention_half_cuda.h"
 #include "ops/attention_mask_cuda.cuh"
@@ -495,10 +496,7 @@ void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_l
         "attention (half): batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
   // The Hopper kernel where it applies (IL_ATTENTION_WGMMA=0 leaves it out of kAuto).
-  static const bool wgmma_allowed = [] {
-    const char* e = std::getenv("IL_ATTENTION_WGMMA");
-    return e == nullptr || std::string(e) != "0";
-  }();
+  static const bool wgmma_allowed = env::on_unless_zero("IL_ATTENTION_WGMMA");
   const bool forced_mma_sync = tuning.kernel == HalfAttentionKernel::kMmaSync || tuning.m_tiles != 0 ||
                                tuning.stages != 0 || tuning.pair_exp || tuning.seq_major_grid;
   if (tuning.kernel == HalfAttentionKernel::kWgmma ||

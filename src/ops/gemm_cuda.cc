@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/env.h"
 #include "ops/check_cuda.h"
 #include "ops/ops_cuda.h"
 
@@ -47,16 +48,13 @@ cublasLtEpilogue_t epilogue_for(bool bias, Activation act) {
 }  // namespace
 
 CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
-  const char* skinny = std::getenv("IL_GEMM_SKINNY");
-  skinny_ = skinny == nullptr || std::string(skinny) != "0";
+  skinny_ = env::on_unless_zero("IL_GEMM_SKINNY");
   // Opt-in: timed alone the wgmma kernel can win a shape (up-projection + erf-GELU: 0.318 against
   // 0.332 ms) and the tuner then keeps it, but in the model's sequence it ran slower than
   // cuBLASLt plus the pass (kernel trace, bge-base 128×256 f16: 0.375 against 0.357 ms a call,
   // 0.21 ms a forward; docs/perf.md). IL_GEMM_WGMMA=1 lets it compete.
-  const char* wgmma = std::getenv("IL_GEMM_WGMMA");
-  wgmma_ = wgmma != nullptr && std::string(wgmma) == "1";
-  const char* tune = std::getenv("IL_GEMM_TUNE");
-  tune_ = tune == nullptr || std::string(tune) != "0";
+  wgmma_ = env::equals("IL_GEMM_WGMMA", "1");
+  tune_ = env::on_unless_zero("IL_GEMM_TUNE");
   IL_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) IL_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }

@@ -1,5 +1,6 @@
 #include <cstdlib>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "ops/gemm_kernel.h"
 
@@ -38,8 +39,8 @@ const Kernel& kernel_named(const std::string& name) {
 
 const Kernel& default_kernel() {
   static const Kernel& chosen = []() -> const Kernel& {
-    const char* forced = std::getenv("IL_GEMM_KERNEL");
-    if (forced && *forced) return kernel_named(forced);
+    const auto forced = env::value("IL_GEMM_KERNEL");
+    if (forced && !forced->empty()) return kernel_named(*forced);
     return runnable_kernels().front();
   }();
   return chosen;

@@ -6,6 +6,7 @@
 
 #include <sys/mman.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "ops/activation.h"
 #include "ops/gemm_kernel.h"
@@ -34,10 +35,7 @@ enum class ASource {
 
 // Tile::prefetch of the next weight block; IL_GEMM_PREFETCH=0 turns it off (for measurements).
 bool prefetch_next_block() {
-  static const bool on = [] {
-    const char* v = std::getenv("IL_GEMM_PREFETCH");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = env::on_unless_zero("IL_GEMM_PREFETCH");
   return on;
 }
 

@@ -47,6 +47,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/env.h"
 #include "ops/activation_cuda.cuh"
 #include "ops/check_cuda.h"
 #include "ops/gemm_cuda.h"
@@ -362,10 +363,7 @@ unsigned launch(const GemmCudaArgs& a, cudaStream_t stream, bool go) {
 
 // The default cluster size: pairs, unless IL_GEMM_WGMMA_CLUSTER=1 (single blocks, for comparison).
 int default_cluster() {
-  static const int c = [] {
-    const char* v = std::getenv("IL_GEMM_WGMMA_CLUSTER");
-    return v != nullptr && std::string(v) == "1" ? 1 : 2;
-  }();
+  static const int c = env::equals("IL_GEMM_WGMMA_CLUSTER", "1") ? 1 : 2;
   return c;
 }
 

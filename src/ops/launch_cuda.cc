@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env.h"
 #include "ops/launch_cuda.cuh"
 
 namespace il::ops {
@@ -32,10 +33,7 @@ bool current_device_is_sm90() { return current_capability() == 90; }
 namespace pdl {
 
 bool enabled() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("IL_CUDA_PDL");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool allowed = env::on_unless_zero("IL_CUDA_PDL");
   return allowed && current_capability() >= 90;
 }
 

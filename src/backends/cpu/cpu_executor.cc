@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "ops/embed.h"
 #include "ops/layernorm.h"
@@ -23,8 +24,7 @@ CpuExecutor::CpuExecutor(plan::Plan& plan, std::size_t max_tokens, std::size_t t
   buffers_.reserve(plan.buffers().size());
   // Sequence buffers get one row per token too: a batch can hold as many sequences as tokens.
   for (const auto& b : plan.buffers()) buffers_.emplace_back(max_tokens * b.cols);
-  const char* prof = std::getenv("IL_PROFILE");
-  profiling_ = prof != nullptr && std::string(prof) != "0";
+  profiling_ = env::on_when_set("IL_PROFILE");
   pack_gemm_weights(plan);
 }
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "backends/cuda/batch_buckets.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "ops/attention_half_cuda.h"
 #include "ops/check_cuda.h"
@@ -29,19 +30,16 @@ int slot(DType t) { return static_cast<int>(t); }
 CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device, DType compute)
     : plan_(plan), max_tokens_(max_tokens), device_(device), compute_(compute) {
   check(max_tokens > 0, "cuda executor: max_tokens must be positive");
-  const char* prof = std::getenv("IL_PROFILE");
-  profiling_ = prof != nullptr && std::string(prof) != "0";
-  const char* graphs = std::getenv("IL_CUDA_GRAPHS");
-  graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
-  graphs_always_ = graphs != nullptr && std::string(graphs) == "always";
+  profiling_ = env::on_when_set("IL_PROFILE");
+  graphs_enabled_ = env::on_unless_zero("IL_CUDA_GRAPHS");
+  graphs_always_ = env::equals("IL_CUDA_GRAPHS", "always");
   try {
     allocate(plan);
   } catch (...) {
     release();  // the destructor does not run for a half-built executor
     throw;
   }
-  const char* mem = std::getenv("IL_CUDA_MEMORY");
-  if (mem != nullptr && std::string(mem) != "0")
+  if (env::on_when_set("IL_CUDA_MEMORY"))
     std::fprintf(stderr, "cuda executor (%s): %.1f MiB of device memory (weights %.1f MiB, scratch %.1f MiB)\n",
                  compute_dtype().c_str(), static_cast<double>(device_bytes()) / (1 << 20),
                  static_cast<double>(weight_arena_.bytes()) / (1 << 20),
