@@ -134,6 +134,10 @@ class Engine {
   // CUDA graphs captured so far (one per program and batch-shape bucket, at most 256 per
   // engine; each holds some host and device memory); 0 on the CPU. Same thread as the calls above.
   virtual std::size_t cuda_graphs() const { return 0; }
+  // The device's cumulative energy counter in joules, where the backend reads one (an NVIDIA GPU
+  // whose driver counts energy); nothing on the CPU. A difference over a span of work is its
+  // energy. Same thread as the calls above.
+  virtual std::optional<double> device_energy_joules() { return std::nullopt; }
 };
 
 }  // namespace il

@@ -84,6 +84,7 @@ class LocalEngine final : public Engine {
 
   const ModelInfo& info() const override { return info_; }
   std::size_t cuda_graphs() const override { return exec_->captured_graphs(); }
+  std::optional<double> device_energy_joules() override { return exec_->energy_joules(); }
 
   TokenInput tokenize(std::string_view text, bool truncate) const override {
     return to_input(tokenizer().encode(text, encode_options(truncate)));

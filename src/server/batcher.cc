@@ -1,7 +1,9 @@
 #include "server/batcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
+#include <optional>
 
 namespace il::server {
 namespace {
@@ -76,6 +78,13 @@ void Batcher::finish(Job& job, const std::string& error) {
 }
 
 void Batcher::loop() {
+  // The device's energy counter at start, where it has one: /metrics reports the energy since.
+  // Read after forward passes, at most every kEnergyPeriod (a read costs tens of microseconds,
+  // a sizeable share of a small request's pass).
+  constexpr auto kEnergyPeriod = std::chrono::milliseconds(100);
+  const std::optional<double> energy_start = engine_.device_energy_joules();
+  if (energy_start) metrics_.set_device_energy(0.0);
+  auto energy_read = std::chrono::steady_clock::now();
   for (;;) {
     std::vector<Piece> pieces;
     {
@@ -88,6 +97,11 @@ void Batcher::loop() {
     if (!pieces.empty()) {
       run_pieces(pieces);
       metrics_.set_cuda_graphs(engine_.cuda_graphs());  // this thread owns the engine
+      if (energy_start && std::chrono::steady_clock::now() - energy_read >= kEnergyPeriod) {
+        energy_read = std::chrono::steady_clock::now();
+        if (const std::optional<double> joules = engine_.device_energy_joules())
+          metrics_.set_device_energy(*joules - *energy_start);
+      }
     }
   }
 }

@@ -79,6 +79,14 @@ std::string Metrics::render() const {
   out += "# HELP il_cuda_graphs CUDA graphs captured (one per batch-shape bucket, at most 256; 0 on the CPU).\n"
          "# TYPE il_cuda_graphs gauge\n";
   out += "il_cuda_graphs " + std::to_string(cuda_graphs_.load()) + "\n";
+  if (const double joules = device_energy_.load(); joules >= 0.0) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.3f", joules);
+    out += "# HELP il_device_energy_joules_total Energy the GPU has used since the server started (the "
+           "driver's counter, read at most every 100 ms after a forward pass).\n"
+           "# TYPE il_device_energy_joules_total counter\n";
+    out += std::string("il_device_energy_joules_total ") + value + "\n";
+  }
   out += "# HELP il_batch_count Forward passes run.\n# TYPE il_batch_count counter\n";
   out += "il_batch_count " + std::to_string(batches_.load()) + "\n";
   out += "# HELP il_dropped_count Queued requests dropped because their client disconnected.\n"

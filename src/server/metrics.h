@@ -40,6 +40,8 @@ class Metrics {
   void observe_batch(std::size_t tokens, std::size_t sequences);
   void set_queue_size(std::size_t jobs) { queue_size_.store(jobs); }
   void set_cuda_graphs(std::size_t graphs) { cuda_graphs_.store(graphs); }
+  // Joules the device has used since the server started; rendered once set (GPUs that count it).
+  void set_device_energy(double joules) { device_energy_.store(joules); }
   void count_dropped() { dropped_.fetch_add(1); }
   void add_in_flight(int delta) { in_flight_.fetch_add(delta); }
 
@@ -51,6 +53,7 @@ class Metrics {
   Histogram tokenization_, queue_, inference_, request_, batch_tokens_, batch_sequences_;
   std::atomic<std::size_t> queue_size_{0};
   std::atomic<std::size_t> cuda_graphs_{0};
+  std::atomic<double> device_energy_{-1.0};  // < 0: not counted
   std::atomic<int> in_flight_{0};
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> dropped_{0};

@@ -1,6 +1,7 @@
 // /tokenize and /decode against `inferencelayer tokenize`, /info, /health and /metrics.
 #include <gtest/gtest.h>
 
+#include "server/metrics.h"
 #include "server_test_util.h"
 
 namespace il::server_test {
@@ -100,6 +101,18 @@ TEST_F(InfoTokens, MetricsCountRequestsAndTimeTheirStages) {
         "il_request_inference_duration_seconds_sum", "# TYPE il_request_count counter",
         "# TYPE il_cuda_graphs gauge\nil_cuda_graphs "})
     EXPECT_NE(m.find(needle), std::string::npos) << needle << "\n" << m.substr(0, 2000);
+  // The CPU counts no energy: the metric is absent rather than a made-up zero.
+  EXPECT_EQ(m.find("il_device_energy_joules_total"), std::string::npos);
+}
+
+TEST(ServerMetrics, DeviceEnergyAppearsOnceSet) {
+  server::Metrics metrics;
+  EXPECT_EQ(metrics.render().find("il_device_energy_joules_total"), std::string::npos);
+  metrics.set_device_energy(12.5);
+  const std::string m = metrics.render();
+  EXPECT_NE(m.find("# TYPE il_device_energy_joules_total counter\nil_device_energy_joules_total 12.500\n"),
+            std::string::npos)
+      << m;
 }
 
 TEST_F(InfoTokens, SmallBatchBudgetStillAnswersBigRequests) {
