@@ -36,12 +36,11 @@
 namespace il::ops {
 namespace {
 
-using namespace attn;  // Elem, fast_exp2, cp.async (ops/attention_tile_cuda.cuh)
+using namespace attn;  // Elem, fast_exp2, kLog2e, cp.async (ops/attention_tile_cuda.cuh)
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kKeyTile = 64;
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
   const uint16_t* q;

@@ -13,6 +13,9 @@
 
 namespace il::ops::attn {
 
+// log2(e): the kernels run the softmax on exp2, with the scale multiplied by it.
+inline constexpr float kLog2e = 1.4426950408889634f;
+
 __device__ __forceinline__ float fast_exp2(float x) {
   // ex2.approx: ~2 ulp in f32, far below the f16/bf16 rounding of P; exp2(−inf) = +0.
   float y;

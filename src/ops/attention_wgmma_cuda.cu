@@ -36,7 +36,7 @@
 namespace il::ops {
 namespace {
 
-using namespace attn;  // Elem, fast_exp2, cp.async (ops/attention_tile_cuda.cuh)
+using namespace attn;  // Elem, fast_exp2, kLog2e, cp.async (ops/attention_tile_cuda.cuh)
 
 constexpr int kD = 64;                    // head dim: a row of a head is 128 bytes, one swizzle row
 constexpr int kKeyTile = 64;              // keys per tile
@@ -48,7 +48,6 @@ constexpr int kRows = 64 * kGroups, kThreads = 128 * kGroups;
 // Q (one tile per warpgroup), the K ring, the V ring, a 1 KB tile of ones, and the slack that
 // aligns the start to the swizzle's 1024 bytes.
 constexpr std::size_t kSharedBytes = (kGroups + 2 * kStages) * kTileBytes + 1024 + 1024;
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
   const uint16_t* q;

@@ -35,8 +35,8 @@
 // (TMA multicast), so a stage costs L2 24 KB instead of 32 (Nsight Compute: L2 throughput 53 %
 // against 71 %). At full clock that changed little (qkv 582–597 against 587 TFLOP/s, the
 // attention output 481–494 against 501); at the H200's power cap, where a large f16 forward
-// runs, pairs are faster (down-projection 465–521 against 433–436, the fused up-projection
-// 351–421 against 340–348, level with cuBLASLt plus the pass, 412–415), but cuBLASLt stays
+// runs, pairs are faster (down-projection 465–531 against 422–436, the fused up-projection
+// 351–425 against 333–348, level with cuBLASLt plus the pass, 412–422), but cuBLASLt stays
 // ahead on the plain shapes (down 622–626). IL_GEMM_WGMMA_CLUSTER=1 runs single blocks.
 #include <cuda.h>
 #include <cudaTypedefs.h>

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 
 #include "core/thread_pool.h"
@@ -142,35 +143,43 @@ TEST_P(WgmmaGemm, TunedChoiceMatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(Types, WgmmaGemm, ::testing::Values(DType::kF16, DType::kBF16),
                          [](const auto& info) { return type_name(info.param); });
 
+// The timing tests' shapes: bge-base's four GEMMs at 128 × 256 tokens (m = 32768).
+struct TimedShape {
+  const char* name;
+  std::size_t m, k, n;
+  Activation act;
+};
+constexpr TimedShape kBgeGemms[] = {{"qkv", 32768, 768, 2304, Activation::kNone},
+                                    {"attn out", 32768, 768, 768, Activation::kNone},
+                                    {"up + gelu", 32768, 768, 3072, Activation::kGeluErf},
+                                    {"down", 32768, 3072, 768, Activation::kNone}};
+
+// Host values converted to the storage type on the device (a normal generator takes seconds at
+// these sizes, so the timing tests fill `v` from cheap hashes).
+std::unique_ptr<DeviceArray<uint16_t>> to_device_half(const std::vector<float>& v, DType t) {
+  DeviceArray<float> f(v);
+  auto h = std::make_unique<DeviceArray<uint16_t>>(std::vector<uint16_t>(v.size(), 0));
+  ops::convert_cuda(f.get(), DType::kF32, h->get(), t, v.size(), nullptr);
+  IL_CUDA_CHECK(cudaDeviceSynchronize());
+  return h;
+}
+
 // Timing, not a check: run with --gtest_also_run_disabled_tests. Median of 20 CUDA-event timed
 // launches after warm-up, bge-base's four GEMMs at 128 × 256 tokens (m = 32768), f16: cuBLASLt's
 // tuned algorithm (plus the separate erf-GELU pass where the up-projection needs it) against the
 // wgmma kernel at both tile widths (pairs of blocks, the default).
 TEST(WgmmaGemmTiming, DISABLED_PrintTimings) {
   IL_REQUIRE_SM90();
-  struct Shape {
-    const char* name;
-    std::size_t m, k, n;
-    Activation act;
-  };
-  const Shape shapes[] = {{"qkv", 32768, 768, 2304, Activation::kNone},
-                          {"attn out", 32768, 768, 768, Activation::kNone},
-                          {"up + gelu", 32768, 768, 3072, Activation::kGeluErf},
-                          {"down", 32768, 3072, 768, Activation::kNone},
-                          {"up + gelu 32x128", 4096, 768, 3072, Activation::kGeluErf}};
+  std::vector<TimedShape> shapes(std::begin(kBgeGemms), std::end(kBgeGemms));
+  shapes.push_back({"up + gelu 32x128", 4096, 768, 3072, Activation::kGeluErf});
   const DType t = DType::kF16;
-  for (const Shape& s : shapes) {
-    // Values in [−1, 1) from a cheap hash (a normal generator takes seconds at these sizes),
-    // converted on the device.
+  for (const TimedShape& s : shapes) {
+    // Values in [−1, 1) from a cheap hash (11-bit mantissas).
     const auto hashed = [t](std::size_t count, float scale) {
       std::vector<float> v(count);
       for (std::size_t i = 0; i < count; ++i)
         v[i] = scale * (static_cast<float>((i * 2654435761u) % 2048u) / 1024.0f - 1.0f);
-      DeviceArray<float> f(v);
-      auto h = std::make_unique<DeviceArray<uint16_t>>(std::vector<uint16_t>(count, 0));
-      ops::convert_cuda(f.get(), DType::kF32, h->get(), t, count, nullptr);
-      IL_CUDA_CHECK(cudaDeviceSynchronize());
-      return h;
+      return to_device_half(v, t);
     };
     const auto x = hashed(s.m * s.k, 1.0f), w = hashed(s.n * s.k, 0.05f), bias = hashed(s.n, 0.5f);
     DeviceArray<uint16_t> y(std::vector<uint16_t>(s.m * s.n, 0));
@@ -200,15 +209,6 @@ TEST(WgmmaGemmTiming, DISABLED_PrintTimings) {
 // hash (the toggling rate of the multipliers sets their power).
 TEST(WgmmaGemmSustained, DISABLED_PrintTimings) {
   IL_REQUIRE_SM90();
-  struct Shape {
-    const char* name;
-    std::size_t m, k, n;
-    Activation act;
-  };
-  const Shape shapes[] = {{"qkv", 32768, 768, 2304, Activation::kNone},
-                          {"attn out", 32768, 768, 768, Activation::kNone},
-                          {"up + gelu", 32768, 768, 3072, Activation::kGeluErf},
-                          {"down", 32768, 3072, 768, Activation::kNone}};
   const DType t = DType::kF16;
   const auto hashed = [t](std::size_t count, float scale, uint64_t seed) {
     std::vector<float> v(count);
@@ -219,11 +219,7 @@ TEST(WgmmaGemmSustained, DISABLED_PrintTimings) {
       z ^= z >> 29;
       v[i] = scale * (static_cast<float>(z >> 40) / 8388608.0f - 1.0f);
     }
-    DeviceArray<float> f(v);
-    auto h = std::make_unique<DeviceArray<uint16_t>>(std::vector<uint16_t>(count, 0));
-    ops::convert_cuda(f.get(), DType::kF32, h->get(), t, count, nullptr);
-    IL_CUDA_CHECK(cudaDeviceSynchronize());
-    return h;
+    return to_device_half(v, t);
   };
   cudaEvent_t e0, e1;
   IL_CUDA_CHECK(cudaEventCreate(&e0));
@@ -243,7 +239,7 @@ TEST(WgmmaGemmSustained, DISABLED_PrintTimings) {
     IL_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     return static_cast<double>(ms) / kRuns;
   };
-  for (const Shape& s : shapes) {
+  for (const TimedShape& s : kBgeGemms) {
     const auto x = hashed(s.m * s.k, 1.0f, 1), w = hashed(s.n * s.k, 0.05f, 2), bias = hashed(s.n, 0.5f, 3);
     DeviceArray<uint16_t> y(std::vector<uint16_t>(s.m * s.n, 0));
     const ops::GemmCudaArgs args{x->get(), s.k, w->get(), s.n, s.k, bias->get(), y.get(), s.n, s.m, s.act, t};
