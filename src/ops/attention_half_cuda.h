@@ -38,6 +38,9 @@ struct HalfAttentionArgs {
   MaskMode mask = MaskMode::kBidirectional;
   std::size_t window = 0;  // 0 = unlimited; else keys with |i − j| ≤ window / 2
   HalfType type = HalfType::kF16;
+  // Rows q, k and v may be read through (at least seq_starts[num_seqs]; the executor passes its
+  // buffers' row count). 0 = unknown: the TMA kernel, which reads whole 64-row boxes, is not used.
+  std::size_t rows = 0;
 };
 
 // head_dim 1 … kHalfAttentionMaxHeadDim. The kernel is instantiated for 32, 64, 96 and 128; other
@@ -54,9 +57,10 @@ void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cu
 // For benchmarks and tuning only: the same kernels with their choices forced. 0 / false
 // keep what attention_half_cuda uses. m_tiles, stages and pair_exp are honoured for head_dim
 // ≤ 64 on the fast path (elsewhere the defaults apply); seq_major_grid everywhere.
-// Which kernel: the Hopper wgmma one (ops/attention_wgmma_cuda.h) where it applies and the
-// mma.sync one elsewhere, or one of them forced (kWgmma throws where it does not apply).
-enum class HalfAttentionKernel { kAuto, kMmaSync, kWgmma };
+// Which kernel: on Hopper the TMA-fed one (ops/attention_tma_cuda.cu), else the first wgmma one
+// (ops/attention_wgmma_cuda.cu), where they apply, and the mma.sync one elsewhere; or one of them
+// forced (kWgmma and kTma throw where they do not apply).
+enum class HalfAttentionKernel { kAuto, kMmaSync, kWgmma, kTma };
 struct HalfAttentionTuning {
   int m_tiles = 0;              // 16-row mma tiles per warp: 1 or 2
   int stages = 0;               // K/V pipeline depth: 2 or 4 (with m_tiles 2 for pair_exp)

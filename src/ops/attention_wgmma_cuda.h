@@ -20,4 +20,9 @@ bool attention_wgmma_applies(const HalfAttentionArgs& a);
 // where attention_wgmma_applies is false.
 void attention_wgmma_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
 
+// The warp-specialised form (ops/attention_tma_cuda.cu): persistent blocks, Q / K / V fed by TMA,
+// 128-key tiles. Applies where attention_wgmma_applies does and a.rows is known.
+bool attention_tma_applies(const HalfAttentionArgs& a);
+void attention_tma_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
+
 }  // namespace il::ops

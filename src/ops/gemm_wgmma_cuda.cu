@@ -39,7 +39,6 @@
 // 351–425 against 333–348, level with cuBLASLt plus the pass, 412–422), but cuBLASLt stays
 // ahead on the plain shapes (down 622–626). IL_GEMM_WGMMA_CLUSTER=1 runs single blocks.
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -52,6 +51,7 @@
 #include "ops/check_cuda.h"
 #include "ops/gemm_cuda.h"
 #include "ops/launch_cuda.cuh"
+#include "ops/tensor_map_cuda.h"
 #include "ops/wgmma_cuda.cuh"
 
 namespace il::ops {
@@ -257,36 +257,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) ==
-            cudaSuccess &&
-        found == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  });
-  return fn;
-}
-
-// A row-major [rows, cols] matrix with row pitch `ld` elements, moved in boxes of box_rows ×
-// box_cols (box_cols × 2 = 128 bytes: the swizzle's row).
 CUtensorMap tensor_map(const void* data, std::size_t rows, std::size_t cols, std::size_t ld, uint32_t box_rows,
                        uint32_t box_cols, DType t) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {cols, rows};
-  const cuuint64_t strides[1] = {ld * 2};
-  const cuuint32_t box[2] = {box_cols, box_rows};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encode_fn()(&map, t == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                                 2, const_cast<void*>(data), dims, strides, box, element_strides,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  check(r == CUDA_SUCCESS, "wgmma gemm: cuTensorMapEncodeTiled failed (", static_cast<int>(r), ") for a ", rows,
-        " × ", cols, " matrix with pitch ", ld);
-  return map;
+  return tensor_map_2d(data, rows, cols, ld, box_rows, box_cols, t == DType::kBF16, "wgmma gemm");
 }
 
 int sm_count() {
@@ -410,7 +383,7 @@ bool wgmma_gemm_applies(const GemmCudaArgs& a) {
   if (a.m >= (std::size_t{1} << 31) || a.n >= (std::size_t{1} << 31) || a.k >= (std::size_t{1} << 31) ||
       a.ldy >= (std::size_t{1} << 31))
     return false;
-  return current_device_is_sm90() && encode_fn() != nullptr;
+  return current_device_is_sm90() && tensor_maps_available();
 }
 
 void wgmma_gemm_cuda(const GemmCudaArgs& a, int tile_n, cudaStream_t stream, int cluster) {

@@ -264,6 +264,25 @@ __device__ __forceinline__ void wgmma_rs_m64n8k16(float (&d)[4], const uint32_t 
   else
     IL_WGMMA_RS_M64N8K16("bf16");
 }
+// D[64 × 128] (+)= A · Bᵀ, both K-major in shared memory; scale_d 0 overwrites D (the
+// attention kernel's scores of a 128-key tile, ops/attention_tma_cuda.cu).
+#define IL_WGMMA_SS_M64N128K16(TY)                                                             \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                  \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY "\n{" OUT32 ", " OUT32_HI "}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+               : REGS32, REGS32_HI                                                             \
+               : "l"(a), "l"(b), "r"(scale_d))
+#define OUT32_HI "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define REGS32_HI "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+template <typename T>
+__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], uint64_t a, uint64_t b, uint32_t scale_d, T) {
+  if constexpr (std::is_same_v<T, __half>)
+    IL_WGMMA_SS_M64N128K16("f16");
+  else
+    IL_WGMMA_SS_M64N128K16("bf16");
+}
+#undef OUT32_HI
+#undef REGS32_HI
+#undef IL_WGMMA_SS_M64N128K16
 #undef OUT32
 #undef REGS32
 #undef IL_WGMMA_SS_M64N64K16

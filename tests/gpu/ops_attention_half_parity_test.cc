@@ -142,8 +142,10 @@ Buffers make_inputs(const HalfCase& c, HalfType t, uint32_t seed) {
 
 // Max error relative to the output's scale of the half kernel against attention_cpu; the whole
 // output buffer is compared, so a write outside the window shows as an error too.
+// nan_rows: that many rows of NaN follow the batch in the q / k / v buffer (and a.rows covers
+// them), as stale scratch rows may; no NaN may reach the output.
 double half_attention_error(const HalfCase& c, HalfType t, uint32_t seed, bool via_graph = false,
-                            const ops::HalfAttentionTuning* tuning = nullptr) {
+                            const ops::HalfAttentionTuning* tuning = nullptr, std::size_t nan_rows = 0) {
   const auto starts = starts_of(c.lengths);
   const Buffers b = make_inputs(c, t, seed);
   const float scale = c.sharp ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -154,7 +156,9 @@ double half_attention_error(const HalfCase& c, HalfType t, uint32_t seed, bool v
                       starts.data(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
                      pool);
 
-  DeviceArray<uint16_t> dp(encode_all(t, b.packed_rounded));
+  std::vector<uint16_t> packed = encode_all(t, b.packed_rounded);
+  packed.resize((b.total + nan_rows) * b.ld, t == HalfType::kF16 ? uint16_t{0x7e00} : uint16_t{0x7fc0});
+  DeviceArray<uint16_t> dp(packed);
   DeviceArray<uint16_t> dout(std::vector<uint16_t>(b.total * b.ldo, encode(t, kSentinel)));
   DeviceArray<int32_t> dstarts(starts);
   ops::HalfAttentionArgs a;
@@ -175,6 +179,7 @@ double half_attention_error(const HalfCase& c, HalfType t, uint32_t seed, bool v
   a.mask = c.mask;
   a.window = c.window;
   a.type = t;
+  a.rows = b.total + nan_rows;
   if (!via_graph) {
     if (!tuning) ops::attention_half_cuda(a, longest(c.lengths), nullptr);
     else ops::attention_half_cuda_tuned(a, longest(c.lengths), nullptr, *tuning);
@@ -319,6 +324,7 @@ TEST(GpuHalfAttentionLong, Sequence8192MatchesCpuWithoutDeviceAllocation) {
     a.ldq = a.ldk = a.ldv = ld;
     a.out = dout.get();
     a.ldo = width;
+    a.rows = total;
     a.seq_starts = dstarts.get();
     a.num_seqs = 1;
     a.heads = a.kv_heads = heads;
@@ -377,15 +383,46 @@ TEST(GpuHalfAttentionWgmma, HopperKernelMatchesCpuAndTheMmaSyncKernel) {
       {{2048, 5}, 2, 1, 64, MaskMode::kCausal, 0, false, true},
   };
   const ops::HalfAttentionTuning wgmma{0, 0, false, false, ops::HalfAttentionKernel::kWgmma};
+  const ops::HalfAttentionTuning tma{0, 0, false, false, ops::HalfAttentionKernel::kTma};
   const ops::HalfAttentionTuning mma_sync{0, 0, false, false, ops::HalfAttentionKernel::kMmaSync};
   for (const HalfCase& c : cases)
     for (HalfType t : {HalfType::kF16, HalfType::kBF16}) {
       const double err = half_attention_error(c, t, 5, false, &wgmma);
+      const double err_tma = half_attention_error(c, t, 5, false, &tma);
       const double ref = half_attention_error(c, t, 5, false, &mma_sync);
-      std::printf("[half attention] wgmma %s: max error %.3g (mma.sync kernel %.3g, tolerance %.3g)\n",
-                  describe(c, t).c_str(), err, ref, tolerance(t));
+      std::printf("[half attention] wgmma %s: max error %.3g, TMA-fed %.3g (mma.sync kernel %.3g, tolerance %.3g)\n",
+                  describe(c, t).c_str(), err, err_tma, ref, tolerance(t));
       EXPECT_LE(err, tolerance(t)) << describe(c, t);
+      EXPECT_LE(err_tma, tolerance(t)) << "TMA-fed kernel, " << describe(c, t);
     }
+}
+
+TEST(GpuHalfAttentionWgmma, TmaKernelKeepsNanRowsAfterTheBatchOut) {
+  IL_REQUIRE_GPU();
+  ops::HalfAttentionArgs probe;
+  probe.q = probe.k = probe.v = probe.out = reinterpret_cast<void*>(std::uintptr_t{256});
+  probe.ldq = probe.ldk = probe.ldv = probe.ldo = 64;
+  probe.heads = probe.kv_heads = 1;
+  probe.head_dim = 64;
+  probe.rows = 1;
+  if (!ops::attention_tma_applies(probe)) GTEST_SKIP() << "the TMA-fed attention kernel needs an sm_90 device";
+  // The last sequence's last key tile reaches into the NaN rows (TMA reads whole boxes); its
+  // V rows there must be zeroed before P·V, and its scores masked. A tile past the whole buffer
+  // arrives as zeros from the unit itself.
+  const ops::HalfAttentionTuning tma{0, 0, false, false, ops::HalfAttentionKernel::kTma};
+  const std::vector<HalfCase> cases = {
+      {{100, 37, 200}, 4, 4, 64, MaskMode::kBidirectional, 0},
+      {{1, 129}, 2, 1, 64, MaskMode::kCausal, 0},
+      {{300}, 2, 2, 64, MaskMode::kBidirectional, 90},
+  };
+  for (const HalfCase& c : cases)
+    for (HalfType t : {HalfType::kF16, HalfType::kBF16})
+      for (std::size_t nan_rows : {std::size_t{5}, std::size_t{200}}) {
+        const double err = half_attention_error(c, t, 3, false, &tma, nan_rows);
+        std::printf("[half attention] TMA-fed, %zu NaN rows after the batch, %s: max error %.3g\n", nan_rows,
+                    describe(c, t).c_str(), err);
+        EXPECT_LE(err, tolerance(t)) << nan_rows << " NaN rows, " << describe(c, t);  // NaN fails too
+      }
 }
 
 // 20 launches after warm-up, for the half kernel (both types) and the f32 kernel on the same shape.
@@ -429,6 +466,7 @@ TEST(GpuHalfAttentionTiming, DISABLED_PrintTimings) {
       a.ldq = a.ldk = a.ldv = ld;
       a.out = dout.get();
       a.ldo = qw;
+      a.rows = total;
       a.seq_starts = dstarts.get();
       a.num_seqs = s.seqs;
       a.heads = s.heads;
@@ -448,6 +486,15 @@ TEST(GpuHalfAttentionTiming, DISABLED_PrintTimings) {
           std::printf("[half attention timing] %-26s f16 %-15s %8.4f ms  %7.1f TFLOP/s\n", s.name, nt.name, mt,
                       flops / (mt * 1e-3) / 1e12);
         }
+      // The two Hopper kernels by name, where they apply.
+      const NamedTuning hopper[] = {{"wgmma", {0, 0, false, false, ops::HalfAttentionKernel::kWgmma}},
+                                    {"wgmma tma", {0, 0, false, false, ops::HalfAttentionKernel::kTma}}};
+      for (const NamedTuning& nt : hopper) {
+        if (!ops::attention_tma_applies(a)) break;
+        const double mt = median_ms([&] { ops::attention_half_cuda_tuned(a, s.len, nullptr, nt.tuning); });
+        std::printf("[half attention timing] %-26s %-4s %-15s %8.4f ms  %7.1f TFLOP/s\n", s.name, type_name(t),
+                    nt.name, mt, flops / (mt * 1e-3) / 1e12);
+      }
     }
     DeviceArray<float> dp32(packed), dout32(std::vector<float>(total * qw, 0.0f));
     const ops::AttentionArgs a32{dp32.get(), ld, dp32.get() + qw, ld, dp32.get() + qw + kvw, ld, dout32.get(), qw,

@@ -447,7 +447,8 @@ void CudaExecutor::execute(const plan::Step& step) {
             ops::attention_half_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
                                       ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
                                       op.mask, op.window,
-                                      t == DType::kF16 ? ops::HalfType::kF16 : ops::HalfType::kBF16},
+                                      t == DType::kF16 ? ops::HalfType::kF16 : ops::HalfType::kBF16,
+                                      num_tokens_},
                                      max_seq_len_, stream_);
             return;
           }
