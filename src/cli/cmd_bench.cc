@@ -36,6 +36,7 @@ struct BenchArgs {
   std::size_t threads = 0;
   std::string device = "cpu";  // cpu, cuda, cuda:N
   std::string dtype = "auto";  // f32, f16, bf16 (CUDA), auto
+  std::optional<PoolingMode> pooling;  // --pooling; else the config's "_inferencelayer_pooling", else mean
   int warmup = 2;
   int iters = 10;
   bool json = false;
@@ -106,7 +107,18 @@ models::BuiltModel build(const BenchArgs& a, std::string& name) {
   // bench/configs/bge-small.json → "bge-small"; some-model/config.json → "some-model".
   name = p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string();
   if (name.empty()) name = "config";
-  return models::build_model_random(io::parse_encoder_config(j, p.string()));
+  models::BuiltModel m = models::build_model_random(io::parse_encoder_config(j, p.string()));
+  // A random-weight model pools as the model it imitates would (bench/configs name it), so the
+  // forward is the one that model's users run.
+  if (a.pooling) {
+    m.pooling = *a.pooling;
+  } else if (const auto it = j.find("_inferencelayer_pooling"); it != j.end()) {
+    const auto found = it->is_string() ? pooling_names().find(it->get<std::string>()) : pooling_names().end();
+    if (found == pooling_names().end())
+      throw UsageError(p.string() + ": _inferencelayer_pooling must be \"mean\", \"cls\" or \"last\"");
+    m.pooling = found->second;
+  }
+  return m;
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -163,7 +175,10 @@ void run_bench(const BenchArgs& a) {
     throw UsageError("--device must be cpu, cuda or cuda:N");
   }
   const bool ce = model.config.is_cross_encoder;
-  const std::string head = ce ? "ce_head" : models::pooling_program(model.pooling);
+  // What an Engine runs for this model's default task (CLS pooling and cross-encoder heads run
+  // the last layer for first tokens only, unless IL_FIRST_TOKEN=0).
+  const models::Programs programs =
+      ce ? models::scoring_programs(model.plan) : models::embedding_programs(model.plan, model.pooling);
   const plan::View out_view = model.plan.output(ce ? "scores" : "embedding");
   const std::size_t threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
 
@@ -171,10 +186,12 @@ void run_bench(const BenchArgs& a) {
   // at least kMeteredSeconds, since the counter advances in steps of tens of milliseconds.
   constexpr double kMeteredSeconds = 1.0;
   const bool metered = exec->energy_joules().has_value();
+  const std::string task = ce ? "cross-encoder" : "embedding, " + std::string(pooling_name(model.pooling)) + " pooling";
   if (!a.json) {
-    std::printf("model %s (%s, %d layers, hidden %d)  device %s  dtype %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s",
-                name.c_str(), ce ? "cross-encoder" : "embedding", model.config.layers, model.config.hidden,
-                a.device.c_str(), exec->compute_dtype().c_str(), threads, a.iters, "batch", "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
+    std::printf("model %s (%s, %d layers, hidden %d)  programs %s + %s  device %s  dtype %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s",
+                name.c_str(), task.c_str(), model.config.layers, model.config.hidden, programs.encoder.c_str(),
+                programs.head.c_str(), a.device.c_str(), exec->compute_dtype().c_str(), threads, a.iters, "batch",
+                "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
     std::printf(metered ? " %8s %10s\n" : "\n", "W", "J/forward");
   }
   std::mt19937 rng(a.seed);
@@ -192,8 +209,8 @@ void run_bench(const BenchArgs& a) {
       }
       const auto t0 = std::chrono::steady_clock::now();
       exec->set_batch(batch);
-      exec->run("encode");
-      exec->run(head);
+      exec->run(programs.encoder);
+      exec->run(programs.head);
       exec->read(out_view, readback.data());
       const auto t1 = std::chrono::steady_clock::now();
       if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -216,7 +233,7 @@ void run_bench(const BenchArgs& a) {
       nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name},      {"device", a.device}, {"dtype", exec->compute_dtype()},
                           {"threads", threads},       {"batch", p.batch},  {"len", len},
                           {"p50_ms", p50},            {"p90_ms", p90},     {"tokens_per_s", tps},
-                          {"tokens", batch.num_tokens()}};
+                          {"tokens", batch.num_tokens()}, {"encoder", programs.encoder}};
       if (p.mixed) j["mixed"] = {p.min_len, p.max_len};
       if (metered) {
         j["watts"] = watts ? nlohmann::ordered_json(*watts) : nlohmann::ordered_json(nullptr);
@@ -248,7 +265,7 @@ Command add_bench_command(CLI::App& app) {
       "Each point runs --warmup untimed and --iters timed forwards (set_batch + encode + pooling or\n"
       "cross-encoder head + read back); p50/p90 are over the timed ones and tokens/s = tokens / p50.\n"
       "--json writes one line per point: {\"impl\":\"inferencelayer\",\"model\",\"device\",\"threads\",\n"
-      "\"batch\",\"len\",\"p50_ms\",\"p90_ms\",\"tokens_per_s\",\"tokens\"} (+ \"mixed\": [min, max] for --mixed\n"
+      "\"batch\",\"len\",\"p50_ms\",\"p90_ms\",\"tokens_per_s\",\"tokens\",\"encoder\"} (+ \"mixed\": [min, max] for --mixed\n"
       "points, whose \"len\" is the mean length). On a GPU whose driver counts energy (NVIDIA, through\n"
       "NVML) the mean power and the energy per forward over the timed runs are added (W, J/forward;\n"
       "\"watts\", \"joules_per_forward\"), when those runs last at least a second (else - / null).\n"
@@ -261,6 +278,10 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--name", a->name, "Model name to report (default: the folder or config file name)");
   cmd->add_option("--grid", a->grid, "Comma-separated BxL points (default 1x16,1x64,32x128 unless --mixed)");
   cmd->add_option("--mixed", a->mixed, "B:min:max: B sequences of random lengths in [min, max] (repeatable)");
+  cmd->add_option("--pooling", a->pooling,
+                  "mean, cls or last: the pooling of a --config model (default: the config's "
+                  "\"_inferencelayer_pooling\", else mean; a --model folder pools as it says)")
+      ->transform(CLI::CheckedTransformer(pooling_names(), CLI::ignore_case));
   cmd->add_option("--threads", a->threads, "Compute threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "Compute precision: f32, f16 or bf16 (CUDA only), or auto")

@@ -79,8 +79,8 @@ BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cf
                    "the prefixes '', 'bert.' and 'roberta.'");
 }
 
-BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
-                            const WeightSource& src, const BertNames& names) {
+EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
+                                  const WeightSource& src, const BertNames& names) {
   const int64_t H = cfg.hidden, I = cfg.intermediate;
   const std::size_t h = static_cast<std::size_t>(H);
   const std::string& p = names.prefix;
@@ -92,6 +92,12 @@ BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
   const BufferId tmp = plan.add_buffer("proj_out", Rows::kTokens, h);
   const BufferId mid = plan.add_buffer("mid", Rows::kTokens, static_cast<std::size_t>(std::max(I, 3 * H)));
 
+  // Every step goes to both programs, except the last layer's after its QKV projection.
+  const auto both = [&](const std::string& name, plan::StepOp op) {
+    plan.add_step("encode", name, op);
+    plan.add_step("encode_first", name, std::move(op));
+  };
+
   plan::EmbedStep emb;
   emb.word = add(plan, src, p + "embeddings.word_embeddings.weight", {cfg.vocab, H});
   emb.position = add(plan, src, p + "embeddings.position_embeddings.weight", {cfg.max_positions, H});
@@ -99,11 +105,10 @@ BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
     emb.type = add(plan, src, p + "embeddings.token_type_embeddings.weight", {cfg.type_vocab, H});
   emb.position_offset = static_cast<std::size_t>(cfg.position_offset);
   emb.out = plan.whole(tmp);
-  plan.add_step("encode", "embeddings", emb);
+  both("embeddings", emb);
 
   const std::string emb_ln = names.layout == BertLayout::kJina ? p + "emb_ln" : p + "embeddings.LayerNorm";
-  plan.add_step("encode", "embeddings.norm",
-                layer_norm(plan, src, emb_ln, H, cfg.layer_norm_eps, plan.whole(tmp), {}, plan.whole(cur)));
+  both("embeddings.norm", layer_norm(plan, src, emb_ln, H, cfg.layer_norm_eps, plan.whole(tmp), {}, plan.whole(cur)));
 
   const View qkv = plan.slice(mid, 0, 3 * h);
   const View up = plan.slice(mid, 0, static_cast<std::size_t>(I));
@@ -128,7 +133,7 @@ BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
       proj.w = plan.add_weight(L + "qkv.weight", {3 * H, H}, std::move(w));
       proj.bias = plan.add_weight(L + "qkv.bias", {3 * H}, std::move(b));
     }
-    plan.add_step("encode", L + "qkv", proj);
+    both(L + "qkv", proj);
 
     plan::AttentionStep attn;
     attn.q = plan.slice(mid, 0, h);
@@ -138,24 +143,65 @@ BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
     attn.head_dim = static_cast<std::size_t>(cfg.head_dim);
     attn.scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
     attn.out = plan.whole(ctx);
-    plan.add_step("encode", L + "attention", attn);
-
     const float eps = cfg.layer_norm_eps;
-    plan.add_step("encode", L + "attn_out", linear(plan, src, n.out, H, H, plan.whole(ctx), plan.whole(tmp)));
+    plan::GemmStep attn_out = linear(plan, src, n.out, H, H, plan.whole(ctx), plan.whole(tmp));
     // Post-norm: LN(sublayer output + residual), written over the residual stream.
-    plan.add_step("encode", L + "attn_norm",
-                  layer_norm(plan, src, n.ln1, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur)));
-    plan.add_step("encode", L + "mlp_up", linear(plan, src, n.up, I, H, plan.whole(cur), up, cfg.act));
-    plan.add_step("encode", L + "mlp_down", linear(plan, src, n.down, H, I, up, plan.whole(tmp)));
-    plan.add_step("encode", L + "mlp_norm",
-                  layer_norm(plan, src, n.ln2, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur)));
+    plan::LayerNormStep attn_norm =
+        layer_norm(plan, src, n.ln1, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur));
+    plan::GemmStep mlp_up = linear(plan, src, n.up, I, H, plan.whole(cur), up, cfg.act);
+    plan::GemmStep mlp_down = linear(plan, src, n.down, H, I, up, plan.whole(tmp));
+    plan::LayerNormStep mlp_norm =
+        layer_norm(plan, src, n.ln2, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur));
+    const bool last = i + 1 == cfg.layers;
+    const auto add = [&](const std::string& name, plan::StepOp op) {
+      if (last) plan.add_step("encode", name, std::move(op));
+      else both(name, std::move(op));
+    };
+    add(L + "attention", attn);
+    add(L + "attn_out", attn_out);
+    add(L + "attn_norm", attn_norm);
+    add(L + "mlp_up", mlp_up);
+    add(L + "mlp_down", mlp_down);
+    add(L + "mlp_norm", mlp_norm);
+    if (!last) continue;
+
+    // The last layer for first tokens only, with the same weights. Rows: B instead of T. Storage:
+    // the residual's first rows go where the attention context would (ctx), the context where the
+    // projection output would (tmp), projections over the spent residual stream (cur), the MLP's
+    // intermediate over the spent QKV (mid); no two live at once in the same storage.
+    const BufferId res1 = plan.add_buffer_over("first.hidden", Rows::kFirstTokens, h, ctx);
+    const BufferId ctx1 = plan.add_buffer_over("first.attn_ctx", Rows::kFirstTokens, h, tmp);
+    const BufferId tmp1 = plan.add_buffer_over("first.proj_out", Rows::kFirstTokens, h, cur);
+    const BufferId mid1 = plan.add_buffer_over("first.mid", Rows::kFirstTokens, static_cast<std::size_t>(I), mid);
+    plan.add_step("encode_first", L + "first.residual",
+                  plan::PoolStep{plan.whole(cur), PoolingMode::kCls, plan.whole(res1)});
+    attn.first_query_only = true;
+    attn.out = plan.whole(ctx1);
+    plan.add_step("encode_first", L + "first.attention", attn);
+    attn_out.x = plan.whole(ctx1);
+    attn_out.y = plan.whole(tmp1);
+    plan.add_step("encode_first", L + "first.attn_out", attn_out);
+    attn_norm.x = plan.whole(tmp1);
+    attn_norm.residual = attn_norm.out = plan.whole(res1);
+    plan.add_step("encode_first", L + "first.attn_norm", attn_norm);
+    mlp_up.x = plan.whole(res1);
+    mlp_up.y = plan.whole(mid1);
+    plan.add_step("encode_first", L + "first.mlp_up", mlp_up);
+    mlp_down.x = plan.whole(mid1);
+    mlp_down.y = plan.whole(tmp1);
+    plan.add_step("encode_first", L + "first.mlp_down", mlp_down);
+    mlp_norm.x = plan.whole(tmp1);
+    mlp_norm.residual = mlp_norm.out = plan.whole(res1);
+    plan.add_step("encode_first", L + "first.mlp_norm", mlp_norm);
+    plan.set_output("first_hidden", plan.whole(res1));
+    plan.set_output("hidden", plan.whole(cur));
+    return {cur, res1};
   }
-  plan.set_output("hidden", plan.whole(cur));
-  return cur;
+  throw make_error("encoder config has no layers");
 }
 
 void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
-                              const WeightSource& src, const BertNames& names, BufferId hidden) {
+                              const WeightSource& src, const BertNames& names, const EncoderBuffers& encoder) {
   const int64_t H = cfg.hidden, NL = cfg.num_labels;
   const bool bert_names = src.has(names.prefix + "pooler.dense.weight");
   const std::string dense = bert_names ? names.prefix + "pooler.dense" : "classifier.dense";
@@ -170,14 +216,20 @@ void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
   const BufferId scores = plan.add_buffer("scores", Rows::kSequences, static_cast<std::size_t>(NL));
 
   plan::PoolStep pool;  // the first token of each sequence, never a mean
-  pool.x = plan.whole(hidden);
+  pool.x = plan.whole(encoder.hidden);
   pool.mode = PoolingMode::kCls;
   pool.out = plan.whole(cls);
   plan.add_step("ce_head", "ce.cls", pool);
+  pool.x = plan.whole(encoder.first);  // one row per sequence already
+  plan.add_step("ce_head_first", "ce.cls", pool);
 
-  plan.add_step("ce_head", "ce.dense",
-                linear(plan, src, dense, H, H, plan.whole(cls), plan.whole(mid), Activation::kTanh));
-  plan.add_step("ce_head", "ce.classifier", linear(plan, src, out, NL, H, plan.whole(mid), plan.whole(scores)));
+  const plan::GemmStep dense_step =
+      linear(plan, src, dense, H, H, plan.whole(cls), plan.whole(mid), Activation::kTanh);
+  const plan::GemmStep classifier = linear(plan, src, out, NL, H, plan.whole(mid), plan.whole(scores));
+  for (const char* program : {"ce_head", "ce_head_first"}) {
+    plan.add_step(program, "ce.dense", dense_step);
+    plan.add_step(program, "ce.classifier", classifier);
+  }
   plan.set_output("scores", plan.whole(scores));
 }
 

@@ -24,17 +24,28 @@ struct BertNames {
 // probed when no known layout matches.
 BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg);
 
+struct EncoderBuffers {
+  plan::BufferId hidden = -1;  // [T, hidden]: the final hidden states of every token ("encode")
+  plan::BufferId first = -1;   // [B, hidden], first-token rows: each sequence's first ("encode_first")
+};
+
 // Appends the trunk to program "encode" (embeddings → layers) and names the final hidden states
-// output "hidden" ([T, hidden]). Returns the buffer holding them.
-plan::BufferId build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
+// output "hidden". Also appends program "encode_first": the same trunk whose last layer runs for
+// each sequence's first token only (its queries; keys and values still come from every token),
+// which is all a CLS-pooled embedding or a cross-encoder head reads: the last layer's attention
+// output, MLP and norms shrink from T rows to B. Its buffers reuse the storage of the token
+// buffers the full last layer would have used, so it costs no device memory; it overwrites
+// "hidden", which only "encode" fills.
+EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
                                   const WeightSource& src, const BertNames& names);
 
 // Appends program "ce_head" (CLS → dense + tanh → classifier) and output "scores"
-// ([B, num_labels]). BERT names (pooler.dense, classifier) when `<prefix>pooler.dense.weight`
-// exists, else the RoBERTa names (classifier.dense, classifier.out_proj).
+// ([B, num_labels]), and "ce_head_first", the same head over "encode_first"'s rows. BERT names
+// (pooler.dense, classifier) when `<prefix>pooler.dense.weight` exists, else the RoBERTa names
+// (classifier.dense, classifier.out_proj).
 void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
                               const WeightSource& src, const BertNames& names,
-                              plan::BufferId hidden);
+                              const EncoderBuffers& encoder);
 
 // The tensors a standard transformers export of this config holds (for random-weight runs).
 std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::EncoderConfig& cfg);

@@ -1,13 +1,36 @@
 #include "models/embedding_head.h"
 
+#include "core/env.h"
 #include "core/error.h"
 
 namespace il::models {
 
 std::string pooling_program(PoolingMode mode) { return "pool_" + std::string(pooling_name(mode)); }
 
-std::size_t build_embedding_head(plan::Plan& plan, plan::BufferId hidden, std::size_t hidden_size,
-                                 const std::optional<DenseWeights>& dense) {
+namespace {
+
+bool first_token_programs_allowed() {
+  static const bool allowed = env::on_unless_zero("IL_FIRST_TOKEN");
+  return allowed;
+}
+
+}  // namespace
+
+Programs embedding_programs(const plan::Plan& plan, PoolingMode mode) {
+  if (mode == PoolingMode::kCls && first_token_programs_allowed() && plan.has_program("encode_first") &&
+      plan.has_program("pool_first"))
+    return {"encode_first", "pool_first"};
+  return {"encode", pooling_program(mode)};
+}
+
+Programs scoring_programs(const plan::Plan& plan) {
+  if (first_token_programs_allowed() && plan.has_program("encode_first") && plan.has_program("ce_head_first"))
+    return {"encode_first", "ce_head_first"};
+  return {"encode", "ce_head"};
+}
+
+std::size_t build_embedding_head(plan::Plan& plan, plan::BufferId hidden, plan::BufferId first,
+                                 std::size_t hidden_size, const std::optional<DenseWeights>& dense) {
   using plan::Rows;
   const plan::BufferId pooled = plan.add_buffer("pooled", Rows::kSequences, hidden_size);
   plan::View embedding = plan.whole(pooled);
@@ -33,6 +56,10 @@ std::size_t build_embedding_head(plan::Plan& plan, plan::BufferId hidden, std::s
     const std::string program = pooling_program(mode);
     plan.add_step(program, "pool", plan::PoolStep{plan.whole(hidden), mode, plan.whole(pooled)});
     if (dense) plan.add_step(program, "dense", proj);
+  }
+  if (first >= 0) {
+    plan.add_step("pool_first", "pool", plan::PoolStep{plan.whole(first), PoolingMode::kCls, plan.whole(pooled)});
+    if (dense) plan.add_step("pool_first", "dense", proj);
   }
   plan.add_step("normalize", "l2", plan::L2Step{embedding});
   plan.set_output("embedding", embedding);

@@ -19,11 +19,12 @@ std::string layout_name(const io::EncoderConfig& cfg, const BertNames& names) {
 void build(BuiltModel& m, const WeightSource& src, const std::optional<DenseWeights>& dense) {
   const BertNames names = detect_bert_names(src, m.config);
   m.layout = layout_name(m.config, names);
-  const plan::BufferId hidden = build_bert_encoder(m.plan, m.config, src, names);
+  const EncoderBuffers encoder = build_bert_encoder(m.plan, m.config, src, names);
   if (m.config.is_cross_encoder) {
-    build_cross_encoder_head(m.plan, m.config, src, names, hidden);
+    build_cross_encoder_head(m.plan, m.config, src, names, encoder);
   } else {
-    m.embedding_dim = build_embedding_head(m.plan, hidden, static_cast<std::size_t>(m.config.hidden), dense);
+    m.embedding_dim = build_embedding_head(m.plan, encoder.hidden, encoder.first,
+                                           static_cast<std::size_t>(m.config.hidden), dense);
   }
 }
 

@@ -34,4 +34,10 @@ struct AttentionArgs {
 void check_attention(const AttentionArgs& a);
 void attention_cpu(const AttentionArgs& a, ThreadPool& pool);
 
+// Only each sequence's first query row (its first token), against all of the sequence's keys
+// under the same mask: out row s (not row seq_starts[s]) gets sequence s's result, zeros for an
+// empty sequence. The same arithmetic as attention_cpu's first row. A CLS-pooled
+// model's last layer needs nothing else.
+void attention_first_cpu(const AttentionArgs& a, ThreadPool& pool);
+
 }  // namespace il::ops

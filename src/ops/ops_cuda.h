@@ -45,8 +45,13 @@ inline constexpr std::size_t kAttentionMaxHeadDim = 256;
 void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream,
                     DType type = DType::kF32);
 
-// `in`: the element type of x; out is always f32 (pooled rows are read back as f32).
-void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in = DType::kF32);
+// Only each sequence's first query row: attention_first_cpu's semantics (out row s for sequence
+// s). head_dim up to kAttentionMaxHeadDim; `type`: q, k, v and out; f32 arithmetic throughout.
+void attention_first_cuda(const AttentionArgs& a, cudaStream_t stream, DType type = DType::kF32);
+
+// `in`: the element type of x; `out`: f32 (pooled rows, read back as f32) or `in` (first-token
+// rows that stay activations).
+void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in = DType::kF32, DType out = DType::kF32);
 // `type`: x (normalised in place; the sum of squares in double).
 void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream, DType type = DType::kF32);
 

@@ -1,5 +1,6 @@
 // Pooling (mean / CLS / last) and row L2 normalisation on the GPU. Sums run in double, as the
-// CPU ops do, so long sequences keep f32 parity. Pooled rows are always written as f32.
+// CPU ops do, so long sequences keep f32 parity. Pooled rows are written as f32, or for the
+// first-token rows a CLS-pooled model's last layer runs on, in the activations' type.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
@@ -13,7 +14,7 @@ constexpr int kPoolThreads = 128;
 constexpr int kL2Threads = 256;
 
 // Block (sequence, column chunk); a thread owns one column, so reads of a row coalesce.
-template <typename T>
+template <typename T, typename TOut>
 __global__ void pool_kernel(const T* x, std::size_t ldx, PoolArgs p) {
   pdl::wait_for_predecessor();
   const std::size_t s = blockIdx.x;
@@ -23,18 +24,18 @@ __global__ void pool_kernel(const T* x, std::size_t ldx, PoolArgs p) {
   // Pool starts come from the host, clamped to the sequence there (runtime/batching.cc).
   const std::size_t begin = static_cast<std::size_t>(
       p.mode == PoolingMode::kCls || !p.pool_starts ? p.seq_starts[s] : p.pool_starts[s]);
-  float* out = p.out + s * p.ldo;
+  TOut* out = reinterpret_cast<TOut*>(p.out) + s * p.ldo;
   if (end <= begin) {  // an empty range pools to zeros rather than reading its neighbour
-    out[j] = 0.0f;
+    elem::store(out + j, 0.0f);
     return;
   }
   switch (p.mode) {
-    case PoolingMode::kCls: out[j] = elem::load(x + begin * ldx + j); return;
-    case PoolingMode::kLastToken: out[j] = elem::load(x + (end - 1) * ldx + j); return;
+    case PoolingMode::kCls: elem::store(out + j, elem::load(x + begin * ldx + j)); return;
+    case PoolingMode::kLastToken: elem::store(out + j, elem::load(x + (end - 1) * ldx + j)); return;
     case PoolingMode::kMean: {
       double acc = 0.0;
       for (std::size_t r = begin; r < end; ++r) acc += elem::load(x + r * ldx + j);
-      out[j] = static_cast<float>(acc * (1.0 / static_cast<double>(end - begin)));
+      elem::store(out + j, static_cast<float>(acc * (1.0 / static_cast<double>(end - begin))));
       return;
     }
   }
@@ -58,16 +59,21 @@ __global__ void l2_rows_kernel(T* x, std::size_t ldx, std::size_t cols) {
 
 }  // namespace
 
-void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in) {
+void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in, DType out) {
   check(a.x && a.out && a.seq_starts, "pool: null operand");
   check(a.ldx >= a.cols && a.ldo >= a.cols, "pool: row stride smaller than the row");
   if (a.num_seqs == 0 || a.cols == 0) return;
   check(a.num_seqs < (1u << 31), "pool: too many sequences for one launch");
   const dim3 grid(static_cast<unsigned>(a.num_seqs),
                   static_cast<unsigned>((a.cols + kPoolThreads - 1) / kPoolThreads));
+  // Only the combinations the executor uses: f32 rows from any type, or a type kept as it is.
+  check(out == DType::kF32 || out == in, "pool: output type must be f32 or the input's");
   elem::dispatch(in, [&](auto tag) {
     using T = decltype(tag);
-    pdl::launch(pool_kernel<T>, grid, kPoolThreads, 0, stream, reinterpret_cast<const T*>(a.x), a.ldx, a);
+    if (out == DType::kF32)
+      pdl::launch(pool_kernel<T, float>, grid, kPoolThreads, 0, stream, reinterpret_cast<const T*>(a.x), a.ldx, a);
+    else
+      pdl::launch(pool_kernel<T, T>, grid, kPoolThreads, 0, stream, reinterpret_cast<const T*>(a.x), a.ldx, a);
   });
 }
 

@@ -10,6 +10,21 @@ BufferId Plan::add_buffer(std::string name, Rows rows, std::size_t cols) {
   return static_cast<BufferId>(buffers_.size() - 1);
 }
 
+BufferId Plan::add_buffer_over(std::string name, Rows rows, std::size_t cols, BufferId owner) {
+  check(owner >= 0 && static_cast<std::size_t>(owner) < buffers_.size(), "plan: buffer ", name,
+        " reuses unknown buffer ", owner);
+  const BufferDesc& o = buffers_[static_cast<std::size_t>(owner)];
+  // Token and first-token rows share the element type (the serving precision) and the row
+  // bound (the scratch's token count), so the owner's storage holds the new buffer.
+  check(o.rows == Rows::kTokens && o.storage < 0, "plan: buffer ", name, " may only reuse a token buffer that owns "
+        "its storage, not ", o.name);
+  check(rows != Rows::kSequences, "plan: buffer ", name, ": sequence rows (f32 on GPUs) cannot reuse ", o.name);
+  check(cols > 0 && cols <= o.cols, "plan: buffer ", name, " (", cols, " columns) does not fit in ", o.name, " (",
+        o.cols, ")");
+  buffers_.push_back({std::move(name), rows, cols, owner});
+  return static_cast<BufferId>(buffers_.size() - 1);
+}
+
 WeightId Plan::add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data) {
   std::size_t numel = 1;
   for (int64_t d : shape) numel *= static_cast<std::size_t>(d);

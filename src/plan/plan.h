@@ -19,12 +19,21 @@
 
 namespace il::plan {
 
-enum class Rows { kTokens, kSequences };
+// kTokens: one row per token. kSequences: one per sequence (pooled rows, heads, scores; f32 in
+// every precision mode). kFirstTokens: one per sequence too, but encoder activations of each
+// sequence's first token, kept in the serving precision like token rows (a CLS-pooled model's
+// last layer needs no other row, see models/bert.h).
+enum class Rows { kTokens, kSequences, kFirstTokens };
+
+using BufferId = int;
 
 struct BufferDesc {
   std::string name;
   Rows rows = Rows::kTokens;
   std::size_t cols = 0;
+  // -1: the buffer has storage of its own. Else the token buffer whose storage it reuses (no
+  // chains; at most as many columns): for programs that never need both at once.
+  BufferId storage = -1;
 };
 
 struct WeightDesc {
@@ -35,7 +44,6 @@ struct WeightDesc {
   std::vector<float> data;
 };
 
-using BufferId = int;
 using WeightId = int;
 inline constexpr WeightId kNoWeight = -1;
 
@@ -72,9 +80,12 @@ struct AttentionStep {
   ops::MaskMode mask = ops::MaskMode::kBidirectional;
   std::size_t window = 0;
   View out;
+  // Queries: each sequence's first token only; out then has kFirstTokens rows (row s for
+  // sequence s), while keys and values are still every token of the sequence.
+  bool first_query_only = false;
 };
 struct PoolStep {
-  View x;  // token rows
+  View x;  // token rows, or kFirstTokens rows (one per sequence, taken as is: mode must be kCls)
   PoolingMode mode = PoolingMode::kMean;
   View out;  // sequence rows
 };
@@ -92,6 +103,8 @@ struct Step {
 class Plan {
  public:
   BufferId add_buffer(std::string name, Rows rows, std::size_t cols);
+  // A buffer over the storage of token buffer `owner` (see BufferDesc::storage).
+  BufferId add_buffer_over(std::string name, Rows rows, std::size_t cols, BufferId owner);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data);
   void add_step(const std::string& program, std::string name, StepOp op);
   // Names a view so callers can read it back ("hidden", "embedding", "scores").

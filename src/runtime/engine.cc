@@ -142,8 +142,10 @@ class LocalEngine final : public Engine {
     // A folder pooled without its prompt (include_prompt: false) leaves each input's
     // prompt_tokens out of mean and last-token pooling, as sentence-transformers does.
     const bool skip_prompts = !model_.st.include_prompt;
-    run_batches(inputs, skip_prompts, [&](const plan::Batch& batch, std::size_t first) {
-      exec_->run(models::pooling_program(mode));
+    // CLS pooling reads first tokens only: the encoder's last layer runs for those alone.
+    const models::Programs programs = models::embedding_programs(model_.plan, mode);
+    run_batches(inputs, skip_prompts, programs.encoder, [&](const plan::Batch& batch, std::size_t first) {
+      exec_->run(programs.head);
       if (plan_normalizes) exec_->run("normalize");
       rows.resize(batch.num_seqs() * full);
       exec_->read(model_.plan.output("embedding"), rows.data());
@@ -169,7 +171,7 @@ class LocalEngine final : public Engine {
     std::vector<Matrix> out(inputs.size());
     const std::size_t h = static_cast<std::size_t>(model_.config.hidden);
     std::vector<float> rows;
-    run_batches(inputs, false, [&](const plan::Batch& batch, std::size_t first) {
+    run_batches(inputs, false, "encode", [&](const plan::Batch& batch, std::size_t first) {
       rows.resize(batch.num_tokens() * h);
       exec_->read(model_.plan.output("hidden"), rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
@@ -189,8 +191,10 @@ class LocalEngine final : public Engine {
           "this model is not a cross-encoder (no sequence-classification head): use embed");
     const std::size_t labels = static_cast<std::size_t>(model_.config.num_labels);
     Matrix out(inputs.size(), labels);
-    run_batches(inputs, false, [&](const plan::Batch& batch, std::size_t first) {
-      exec_->run("ce_head");
+    // The head reads first tokens only: the encoder's last layer runs for those alone.
+    const models::Programs programs = models::scoring_programs(model_.plan);
+    run_batches(inputs, false, programs.encoder, [&](const plan::Batch& batch, std::size_t first) {
+      exec_->run(programs.head);
       exec_->read(model_.plan.output("scores"), out.row(first));
       (void)batch;
     });
@@ -220,16 +224,17 @@ class LocalEngine final : public Engine {
 
   static TokenInput to_input(text::Encoding&& e) { return {std::move(e.ids), std::move(e.type_ids)}; }
 
-  // Validates every input, packs them in order into batches that fit the scratch, runs "encode"
-  // for each and hands it to `consume` with the index of its first input.
+  // Validates every input, packs them in order into batches that fit the scratch, runs the
+  // encoder program for each and hands it to `consume` with the index of its first input.
   template <typename F>
-  void run_batches(const std::vector<TokenInput>& inputs, bool skip_prompts, F&& consume) {
+  void run_batches(const std::vector<TokenInput>& inputs, bool skip_prompts, const std::string& encoder,
+                   F&& consume) {
     runtime::validate_inputs(inputs, model_.config, max_len_);
     std::lock_guard lock(mutex_);
     for (const runtime::BatchRange& range : runtime::pack_batches(inputs, max_batch_tokens_)) {
       plan::Batch batch = runtime::make_batch(inputs, range, skip_prompts);
       exec_->set_batch(batch);
-      exec_->run("encode");
+      exec_->run(encoder);
       consume(batch, range.first);
     }
   }

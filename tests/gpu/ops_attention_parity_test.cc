@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/thread_pool.h"
 #include "gpu_test_util.h"
+#include "half_test_util.h"
 #include "ops/attention.h"
 #include "ops/embed.h"
 #include "ops/ops_cuda.h"
@@ -65,6 +67,72 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{{97, 1, 33}, 4, 2, 16, MaskMode::kCausal, 0},
                       AttnCase{{1, 2, 3, 5, 8, 13, 21, 34, 55}, 6, 3, 7, MaskMode::kCausal, 5},
                       AttnCase{{300, 41}, 3, 3, 48, MaskMode::kCausal, 63}));
+
+// attention_first_cuda (each sequence's first query row, into row s) against attention_first_cpu
+// on the same inputs, in every element type: f32 within kTol; f16 / bf16 on inputs rounded once
+// (the CPU sees exactly those), the kernel computing in f32 and rounding the output once, so 2u of
+// the output's scale bounds it (u the type's unit roundoff). Rows past the heads keep their value.
+TEST_P(GpuAttention, FirstRowsMatchCpu) {
+  IL_REQUIRE_GPU();
+  const AttnCase& c = GetParam();
+  const auto starts = starts_of(c.lengths);
+  const std::size_t total = static_cast<std::size_t>(starts.back()), seqs = c.lengths.size();
+  const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw, ldo = qw + 3;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const auto packed = random_vector(total * ld, 17, 1.5f);
+  DeviceArray<int32_t> dstarts(starts);
+  ThreadPool pool(0);
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    HalfArray half(packed, t == DType::kF32 ? DType::kF16 : t);  // unused for f32
+    const std::vector<float>& in = t == DType::kF32 ? packed : half.rounded();
+    std::vector<float> out_cpu(seqs * ldo, kSentinel);
+    ops::attention_first_cpu({in.data(), ld, in.data() + qw, ld, in.data() + qw + kvw, ld, out_cpu.data() + 1, ldo,
+                              starts.data(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
+                             pool);
+    std::vector<float> out_gpu;
+    if (t == DType::kF32) {
+      DeviceArray<float> dp(packed), dout(std::vector<float>(seqs * ldo, kSentinel));
+      ops::attention_first_cuda({dp.get(), ld, dp.get() + qw, ld, dp.get() + qw + kvw, ld, dout.get() + 1, ldo,
+                                 dstarts.get(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
+                                nullptr, t);
+      out_gpu = dout.download();
+    } else {
+      HalfArray dout(std::vector<float>(seqs * ldo, kSentinel), t);
+      ops::attention_first_cuda({half.as_float(), ld, half.as_float(qw), ld, half.as_float(qw + kvw), ld,
+                                 dout.as_float(1), ldo, dstarts.get(), seqs, c.heads, c.kv_heads, c.head_dim, scale,
+                                 c.mask, c.window},
+                                nullptr, t);
+      out_gpu = dout.download();
+    }
+    const double err = rel_error(out_gpu, out_cpu);
+    const double tol = t == DType::kF32 ? kTol : 2 * unit_roundoff(t);
+    std::printf("[attention first rows] %s %s: max error %.3g (tolerance %.3g)\n", type_name(t).c_str(),
+                ::testing::PrintToString(c).c_str(), err, tol);
+    EXPECT_LE(err, tol) << type_name(t) << " " << c;
+  }
+}
+
+TEST(GpuPool, KeepsTheElementTypeForFirstTokenRows) {
+  IL_REQUIRE_GPU();
+  // CLS rows gathered into f16 / bf16 rows (a CLS-pooled model's last layer): exact copies.
+  const std::vector<int32_t> lengths = {3, 0, 1, 40};
+  const auto starts = starts_of(lengths);
+  const std::size_t total = static_cast<std::size_t>(starts.back()), cols = 96, ldx = cols + 8;
+  DeviceArray<int32_t> dstarts(starts);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    HalfArray x(random_vector(total * ldx, 5, 2.0f), t);
+    HalfArray out(std::vector<float>(lengths.size() * cols, kSentinel), t);
+    ops::pool_cuda({x.as_float(), ldx, out.as_float(), cols, dstarts.get(), lengths.size(), cols, PoolingMode::kCls,
+                    nullptr},
+                   nullptr, t, t);
+    const auto got = out.download();
+    for (std::size_t s = 0; s < lengths.size(); ++s)
+      for (std::size_t j = 0; j < cols; ++j) {
+        const float want = lengths[s] == 0 ? 0.0f : x.rounded()[static_cast<std::size_t>(starts[s]) * ldx + j];
+        ASSERT_EQ(got[s * cols + j], want) << type_name(t) << " sequence " << s << " column " << j;
+      }
+  }
+}
 
 TEST(GpuAttentionLong, Sequence8192MatchesCpuWithoutDeviceAllocation) {
   IL_REQUIRE_GPU();

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/attention.h"
@@ -92,6 +93,36 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{{97, 1, 33}, 4, 2, 16, ops::MaskMode::kCausal, 0},
                       AttnCase{{97, 40}, 2, 2, 128, ops::MaskMode::kBidirectional, 16},
                       AttnCase{{1, 2, 3, 5, 8, 13, 21}, 6, 3, 7, ops::MaskMode::kCausal, 5}));
+
+// attention_first_cpu: each sequence's first row alone, written to row s. It runs the same
+// arithmetic as the full op's first row (keys past the row's range only add zero products
+// there), so the two agree bit for bit; an empty sequence gets zeros.
+TEST_P(AttentionTest, FirstRowsOnlyEqualTheFullOpsFirstRows) {
+  AttnCase c = GetParam();
+  c.lengths.push_back(0);  // an empty sequence among them
+  std::rotate(c.lengths.rbegin(), c.lengths.rbegin() + 1, c.lengths.rend());
+  std::vector<int32_t> starts = {0};
+  for (int32_t l : c.lengths) starts.push_back(starts.back() + l);
+  const std::size_t total = static_cast<std::size_t>(starts.back()), seqs = c.lengths.size();
+  const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw;
+  auto packed = random_vector(total * ld, 43, 2.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  std::vector<float> full(total * qw, 9.0f), first(seqs * (qw + 3), 9.0f);
+  ThreadPool pool(3);
+  ops::AttentionArgs a{packed.data(), ld, packed.data() + qw, ld, packed.data() + qw + kvw, ld, full.data(), qw,
+                       starts.data(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window};
+  ops::attention_cpu(a, pool);
+  a.out = first.data();
+  a.ldo = qw + 3;  // a wider row stride: only the head columns are written
+  ops::attention_first_cpu(a, pool);
+  for (std::size_t s = 0; s < seqs; ++s) {
+    for (std::size_t j = 0; j < qw; ++j) {
+      const float want = c.lengths[s] == 0 ? 0.0f : full[static_cast<std::size_t>(starts[s]) * qw + j];
+      ASSERT_EQ(first[s * (qw + 3) + j], want) << "sequence " << s << ", column " << j;
+    }
+    for (std::size_t j = qw; j < qw + 3; ++j) ASSERT_EQ(first[s * (qw + 3) + j], 9.0f) << "wrote past the heads";
+  }
+}
 
 TEST(Attention, LongSequenceMemoryIsPerRowBlock) {
   // 4k tokens in one sequence: the op must not need a 4k × 4k buffer; this runs in bounded

@@ -23,7 +23,8 @@ CpuExecutor::CpuExecutor(plan::Plan& plan, std::size_t max_tokens, std::size_t t
   check(max_tokens > 0, "cpu executor: max_tokens must be positive");
   buffers_.reserve(plan.buffers().size());
   // Sequence buffers get one row per token too: a batch can hold as many sequences as tokens.
-  for (const auto& b : plan.buffers()) buffers_.emplace_back(max_tokens * b.cols);
+  // A buffer over another's storage gets none of its own.
+  for (const auto& b : plan.buffers()) buffers_.emplace_back(b.storage < 0 ? max_tokens * b.cols : 0);
   profiling_ = env::on_when_set("IL_PROFILE");
   pack_gemm_weights(plan);
 }
@@ -77,10 +78,13 @@ void CpuExecutor::set_batch(const plan::Batch& batch) {
         "batch: type_ids must be empty or one per token");
   plan::check_pool_starts(batch);
   batch_ = batch;
+  seq_index_.resize(batch.num_seqs() + 1);
+  for (std::size_t s = 0; s < seq_index_.size(); ++s) seq_index_[s] = static_cast<int32_t>(s);
 }
 
 float* CpuExecutor::ptr(const View& v) {
-  return buffers_.at(static_cast<std::size_t>(v.buffer)).data() + v.col;
+  const plan::BufferId storage = plan_.buffers().at(static_cast<std::size_t>(v.buffer)).storage;
+  return buffers_.at(static_cast<std::size_t>(storage >= 0 ? storage : v.buffer)).data() + v.col;
 }
 
 std::size_t CpuExecutor::ld(const View& v) const {
@@ -90,7 +94,8 @@ std::size_t CpuExecutor::ld(const View& v) const {
 std::size_t CpuExecutor::rows(const View& v) const {
   switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
     case Rows::kTokens: return batch_.num_tokens();
-    case Rows::kSequences: return batch_.num_seqs();
+    case Rows::kSequences:
+    case Rows::kFirstTokens: return batch_.num_seqs();
   }
   return 0;
 }
@@ -136,13 +141,19 @@ void CpuExecutor::execute(const plan::Step& step) {
                               ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms},
                              pool_);
         } else if constexpr (std::is_same_v<T, plan::AttentionStep>) {
-          ops::attention_cpu({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),
-                              ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
-                              op.head_dim, op.scale, op.mask, op.window},
-                             pool_);
+          const ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),
+                                        ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
+                                        op.head_dim, op.scale, op.mask, op.window};
+          if (op.first_query_only) ops::attention_first_cpu(args, pool_);
+          else ops::attention_cpu(args, pool_);
         } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
-          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols, op.mode,
-                         batch_.pool_starts.empty() ? nullptr : batch_.pool_starts.data()},
+          // First-token rows hold one row per sequence: row s is sequence s's (CLS) row.
+          const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kFirstTokens;
+          check(!per_sequence || op.mode == PoolingMode::kCls, "pool ", step.name,
+                ": first-token rows can only be CLS-pooled");
+          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), per_sequence ? seq_index_.data() : starts,
+                         nseq, op.x.cols, op.mode,
+                         batch_.pool_starts.empty() || per_sequence ? nullptr : batch_.pool_starts.data()},
                         pool_);
         } else if constexpr (std::is_same_v<T, plan::L2Step>) {
           ops::l2_rows_cpu({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, pool_);

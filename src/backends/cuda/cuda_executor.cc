@@ -63,6 +63,7 @@ DType CudaExecutor::type_of(const View& v) const {
   switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
     case Rows::kTokens: return compute_;
     case Rows::kSequences: return DType::kF32;  // pooled rows, heads, scores: f32 in every mode
+    case Rows::kFirstTokens: return compute_;   // activations, like token rows
   }
   return DType::kF32;
 }
@@ -77,8 +78,10 @@ void CudaExecutor::allocate(plan::Plan& plan) {
   upload_weights(plan);
 
   // Scratch: every buffer gets max_tokens rows (a batch can hold as many sequences as tokens).
+  // A buffer over another's storage (plan::BufferDesc::storage) takes none of its own.
   const auto bytes_of = [&](std::size_t id) {
     const plan::BufferDesc& b = plan.buffers()[id];
+    if (b.storage >= 0) return std::size_t{0};
     return aligned_bytes(max_tokens_ * b.cols * elem_size(type_of({static_cast<int>(id), 0, b.cols})));
   };
   std::size_t total = 0;
@@ -92,9 +95,13 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     buffers_.push_back(buffer_arena_.get() + offset);
     offset += bytes_of(i);
   }
+  for (std::size_t i = 0; i < plan.buffers().size(); ++i)
+    if (const plan::BufferId owner = plan.buffers()[i].storage; owner >= 0)
+      buffers_[i] = buffers_.at(static_cast<std::size_t>(owner));
 
-  // Batch ids (sequence offsets, tokens, type ids, pool starts), device side and pinned host side.
-  const std::size_t ints = 4 * max_tokens_ + 1;
+  // Batch ids (sequence offsets, tokens, type ids, pool starts, sequence indices), device side
+  // and pinned host side.
+  const std::size_t ints = 5 * max_tokens_ + 2;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -218,8 +225,8 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
-  // Packed back to back — offsets, tokens, type ids, pool starts — so one small copy uploads the
-  // batch.
+  // Packed back to back — offsets, tokens, type ids, pool starts, sequence indices (0 … bb: the
+  // row starts of first-token rows) — so one small copy uploads the batch.
   auto* staging = reinterpret_cast<int32_t*>(batch_staging_.get());
   std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
   std::fill(staging + b + 1, staging + bb + 1, static_cast<int32_t>(t));
@@ -235,12 +242,15 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     std::memcpy(starts, batch.pool_starts.data(), b * sizeof(int32_t));
     std::fill(starts + b, starts + bb, static_cast<int32_t>(t));  // padding sequences: empty
   }
+  int32_t* index = starts + pool_starts;
+  for (std::size_t s = 0; s <= bb; ++s) index[s] = static_cast<int32_t>(s);
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
   d_starts_ = base;
   d_tokens_ = base + bb + 1;
   d_types_ = base + bb + 1 + tb;
   d_pool_starts_ = pool_starts > 0 ? base + bb + 1 + tb + types : nullptr;
-  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts) * sizeof(int32_t),
+  d_seq_index_ = base + bb + 1 + tb + types + pool_starts;
+  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts + bb + 1) * sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
   num_tokens_ = tb;
@@ -262,7 +272,8 @@ std::size_t CudaExecutor::ld(const View& v) const {
 std::size_t CudaExecutor::rows(const View& v) const {
   switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
     case Rows::kTokens: return num_tokens_;
-    case Rows::kSequences: return num_seqs_;
+    case Rows::kSequences:
+    case Rows::kFirstTokens: return num_seqs_;
   }
   return 0;
 }
@@ -442,6 +453,13 @@ void CudaExecutor::execute(const plan::Step& step) {
           const DType t = type_of(op.q);
           check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", step.name,
                 ": operands differ in element type");
+          if (op.first_query_only) {
+            ops::attention_first_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
+                                       ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim,
+                                       op.scale, op.mask, op.window},
+                                      stream_, t);
+            return;
+          }
           if (t != DType::kF32 && ops::attention_half_supported(op.head_dim)) {
             // The tensor-core kernel where it applies; ours (f32 math on CUDA cores) elsewhere.
             ops::attention_half_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
@@ -457,10 +475,13 @@ void CudaExecutor::execute(const plan::Step& step) {
                                op.mask, op.window},
                               max_seq_len_, stream_, t);
         } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
-          check(type_of(op.out) == DType::kF32, "pool ", step.name, ": output rows must be sequence rows");
-          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
-                          d_pool_starts_},
-                         stream_, type_of(op.x));
+          // First-token rows hold one row per sequence: row s is sequence s's (CLS) row.
+          const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kFirstTokens;
+          check(!per_sequence || op.mode == PoolingMode::kCls, "pool ", step.name,
+                ": first-token rows can only be CLS-pooled");
+          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), per_sequence ? d_seq_index_ : d_starts_,
+                          num_seqs_, op.x.cols, op.mode, per_sequence ? nullptr : d_pool_starts_},
+                         stream_, type_of(op.x), type_of(op.out));
         } else if constexpr (std::is_same_v<T, plan::L2Step>) {
           ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));
         }
@@ -473,7 +494,8 @@ void CudaExecutor::read(const View& view, float* dst) {
   std::size_t n = 0;
   switch (plan_.buffers().at(static_cast<std::size_t>(view.buffer)).rows) {
     case Rows::kTokens: n = real_tokens_; break;
-    case Rows::kSequences: n = real_seqs_; break;
+    case Rows::kSequences:
+    case Rows::kFirstTokens: n = real_seqs_; break;
   }
   if (n == 0 || view.cols == 0) return;
   IL_CUDA_CHECK(cudaSetDevice(device_));
