@@ -83,14 +83,17 @@ __device__ __forceinline__ void load_affine(const float* w, const float* b, int 
 }
 
 // One warp per row; chunk c of lane l holds columns [(32c + l)·V, +V) (V = kVec<T>), present
-// when below cols (a multiple of V). kChunks ≥ the row's chunk count. Rows of up to 4 chunks
-// (1024 f16 / bf16 columns) load the norm's weight and bias before waiting for the predecessor
-// (they are constants of the plan: under programmatic dependent launch that latency overlaps
-// the previous kernel); longer rows load them after, to keep the registers.
-template <typename T, int kChunks>
+// when below cols (a multiple of V). kChunks ≥ the row's chunk count. With kEarly (rows of up to
+// 4 chunks, 1024 f16 / bf16 columns, in batches of few rows) the norm's weight and bias are
+// loaded before waiting for the predecessor (they are constants of the plan: under programmatic
+// dependent launch that latency overlaps the previous kernel). That holds 2 · kChunks · V more
+// registers a thread: on many rows it costs more than it hides (bge-base 128×256 f16: 94
+// registers, 28 % occupancy, 58 % of DRAM bandwidth, Nsight Compute), so large batches load them
+// after the wait, from cache.
+template <typename T, int kChunks, bool kEarly>
 __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
   constexpr int V = elem::kVec<T>;
-  constexpr bool kEarly = kChunks <= 4;
+  static_assert(!kEarly || kChunks <= 4, "early weights only for short rows");
   const unsigned r = blockIdx.x * kWarpRowsPerBlock + threadIdx.x / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
   float w_early[kEarly ? kChunks : 1][V], b_early[kEarly ? kChunks : 1][V];
@@ -158,10 +161,18 @@ __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
   }
 }
 
+// Rows from which the weight and bias are loaded after the wait (see layernorm_warp_kernel).
+constexpr std::size_t kLateAffineRows = 2048;
+
 template <typename T, int kChunks>
 void launch_warp(const NormParams<T>& p, std::size_t rows, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
-  pdl::launch(layernorm_warp_kernel<T, kChunks>, blocks, kWarpRowsPerBlock * 32, 0, stream, p,
+  if constexpr (kChunks <= 4) {
+    if (rows < kLateAffineRows)
+      return pdl::launch(layernorm_warp_kernel<T, kChunks, true>, blocks, kWarpRowsPerBlock * 32, 0, stream, p,
+                         static_cast<unsigned>(rows));
+  }
+  pdl::launch(layernorm_warp_kernel<T, kChunks, false>, blocks, kWarpRowsPerBlock * 32, 0, stream, p,
               static_cast<unsigned>(rows));
 }
 
