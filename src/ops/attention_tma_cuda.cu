@@ -17,15 +17,21 @@
 //   m64n128k16 from shared memory), issued together with P·V of the tile before (P in registers,
 //   V read MN-major) and the row sums of that P (against a tile of ones); the softmax of this
 //   tile (mask, max, exponentials) runs while P·V is in flight, and O is rescaled after it lands.
-//   128-key tiles halve the per-key cost of the max, the shuffles and the O rescale;
+//   The tiles form one stream across items: an item's last P·V goes out with the next item's
+//   first Q·Kᵀ, and its rows are stored while that item's softmax has begun, so items do not
+//   drain the pipeline (0.102 → 0.092 ms at bge-base 128×256). The producer hands each item's
+//   description over in shared memory beside its Q. 128-key tiles halve the per-key cost of the
+//   max, the shuffles and the O rescale;
 // - sequences are packed back to back, so a tile may reach past its sequence into the next one
 //   (or into rows past the batch). Scores of such keys are masked; the V rows are zeroed in
 //   shared memory before P·V, so no value of another sequence (or NaN in scratch rows) reaches a
 //   product, as the cp.async kernels' zero fill guaranteed.
 // The semantics (masks, GQA, ragged batches, rounding of P, sums of the rounded P) are those of
 // ops/attention_half_cuda.h, held by the same tests.
-// Measured on the H200 (GpuHalfAttentionTiming, f16): bge-base 128×256 0.104 ms against 0.116 for
-// the first wgmma kernel, XLM-R large 0.129 against 0.146; bge-base 32×128 0.0187 against 0.0180.
+// Measured on the H200 (GpuHalfAttentionTiming, f16): bge-base 128×256 0.092 ms against 0.116 for
+// the first wgmma kernel (cuDNN's takes about 0.084 in PyTorch's forward), XLM-R large 0.115
+// against 0.146; bge-base 32×128 0.017–0.019 against 0.018. Before the cross-item stream (below,
+// the figures of the first version): 0.104 / 0.129 / 0.0187.
 // Nsight Compute (bge-base 128×256): 31.8 M instructions (cuDNN's 30.8 M), but 0.34 issued per
 // scheduler cycle with 2.2 warps each (cuDNN about 0.45): 177 k cycles against cuDNN's 137 k.
 // Nsight Compute's stalls: fixed-latency dependencies 2.1 and long scoreboard 1.5 of 6.6 cycles
@@ -39,7 +45,6 @@
 #include <cmath>
 #include <map>
 #include <mutex>
-#include <type_traits>
 
 #include "core/error.h"
 #include "ops/attention_mask_cuda.cuh"
@@ -69,7 +74,8 @@ constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
 // kStages), and the slack that aligns the start to the swizzle's 1024 bytes.
 constexpr uint32_t kQOffset = 0, kKOffset = 2 * kQBytes, kVOffset = kKOffset + kStages * kTileBytes;
 constexpr uint32_t kOnesOffset = kVOffset + kStages * kTileBytes, kBarrierOffset = kOnesOffset + 1024;
-constexpr std::size_t kSharedBytes = kBarrierOffset + (4 + 2 * kStages) * 8 + 1024;
+constexpr uint32_t kItemOffset = kBarrierOffset + (4 + 2 * kStages) * 8;  // an Item per Q buffer
+constexpr std::size_t kSharedBytes = kItemOffset + 2 * 32 + 1024;
 static_assert(kSharedBytes <= 227 * 1024, "more shared memory than an SM offers a block");
 
 struct Params {
@@ -85,11 +91,13 @@ struct Params {
   int items;      // num_seqs · heads · row_tiles
 };
 
-// What producer and consumers both derive from an item's index, in the same way.
+// An item as the producer works it out from its index and hands it to the consumers, in shared
+// memory beside the item's Q (so no consumer waits on a global load of seq_starts).
 struct Item {
   int start, len, row0, head, klo, ntiles;
-  bool valid;  // false: the row tile starts past its sequence (nothing to do, nothing loaded)
+  int valid;  // 0: the row tile starts past its sequence (skipped), or, handed over, "no more items"
 };
+static_assert(sizeof(Item) <= 32, "an Item slot is 32 bytes");
 
 __device__ __forceinline__ Item item_of(const Params& p, int x) {
   Item it;
@@ -131,6 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t q_s = base + kQOffset, k_s = base + kKOffset, v_s = base + kVOffset, ones_s = base + kOnesOffset;
   const uint32_t q_full = base + kBarrierOffset, q_empty = q_full + 16, kv_full = q_empty + 16,
                  kv_empty = kv_full + 8 * kStages;
+  Item* const items = reinterpret_cast<Item*>(shared_raw + (base + kItemOffset - sm90::smem_addr(shared_raw)));
   const int tid = static_cast<int>(threadIdx.x);
   const int x0 = static_cast<int>(blockIdx.x), dx = static_cast<int>(gridDim.x);
 
@@ -149,9 +158,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   pdl::wait_for_predecessor();  // q, k and v are the previous kernel's output
 
   if (tid >= kConsumerThreads) {
-    // The producer (one lane): for each item, its Q into buffer j % 2, then its key tiles into
-    // the ring; tile g (counted across items) goes to stage g % kStages once the consumers have
-    // released the tile that used it before.
+    // The producer (one lane): for each item, its description and its Q into buffer j % 2,
+    // then its key tiles into the ring; tile g (counted across items) goes to stage g % kStages
+    // once the consumers have released the tile that used it before. Past the last item, a
+    // description with valid = 0 tells the consumers to stop.
     sm90::registers_decrease<kProducerRegisters>();
     if (tid != kConsumerThreads) return;
     int j = 0, g = 0;
@@ -160,6 +170,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (!it.valid) continue;
       const int qb = j & 1;
       if (j >= 2) sm90::barrier_wait(q_empty + 8 * qb, ((j >> 1) - 1) & 1);
+      items[qb] = it;  // published by the arrival below (release), read after the wait (acquire)
       sm90::barrier_arrive_expect_bytes(q_full + 8 * qb, kQBytes);
       const uint32_t q_dst = q_s + qb * kQBytes;
       sm90::tma_load_2d(q_dst, &map_q, it.head * kD, it.start + it.row0, q_full + 8 * qb);
@@ -178,6 +189,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       ++j;
     }
+    const int qb = j & 1;
+    if (j >= 2) sm90::barrier_wait(q_empty + 8 * qb, ((j >> 1) - 1) & 1);
+    items[qb].valid = 0;
+    sm90::barrier_arrive(q_full + 8 * qb);
     return;
   }
 
@@ -192,10 +207,66 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint64_t ones_desc = sm90::kmajor_sw128_desc(ones_s);
   float o[32], l[4], m[2], s[64];
   uint32_t pf[8][4];
-  int j = 0, g = 0;
-  for (int x = x0; x < p.items; x += dx) {
-    const Item it = item_of(p, x);
-    if (!it.valid) continue;
+#pragma unroll
+  for (int cc = 0; cc < 8; ++cc)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) pf[cc][r] = 0u;
+
+  const auto issue_scores = [&](uint64_t q_desc, int stage) {
+    const uint64_t kb = k_desc + stage * (kTileBytes >> 4);
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)  // 16 columns of d: 32 bytes along the rows
+      sm90::wgmma_ss_m64n128k16(s, q_desc + kk * 2, kb + kk * 2, kk > 0 ? 1u : 0u, T{});
+  };
+  const auto issue_values = [&](int stage) {
+    const uint64_t vb = v_desc + stage * (kTileBytes >> 4);
+#pragma unroll
+    for (int c = 0; c < kKeys / 16; ++c) {  // 16 keys: 16 rows of 128 bytes
+      sm90::wgmma_rs_m64n8k16(l, pf[c], ones_desc, T{});
+      sm90::wgmma_rs_m64n64k16_tb(o, pf[c], vb + c * 128, T{});
+    }
+  };
+  const auto release = [&](uint32_t bar) {
+    if (lane == 0) sm90::barrier_arrive(bar);
+  };
+  const auto wait_values = [&] {
+    sm90::wgmma_wait<0>();
+    keep_registers(pf);
+    sm90::fence_registers(o);
+    sm90::fence_registers(l);
+  };
+  // The finished item's rows: O / the sums, rounded, to its rows of out.
+  struct Done {
+    int start, len, head, wr0;
+  };
+  const auto store = [&](const Done& d) {
+    if (d.wr0 >= d.len) return;  // a warpgroup past the sequence
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = d.wr0 + 16 * warp + 8 * h + g8;
+      if (i >= d.len) continue;
+      const float sum = l[2 * h];
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // every real row sees itself: sum > 0
+      uint16_t* out = p.out + static_cast<std::size_t>(d.start + i) * p.ldo + static_cast<std::size_t>(d.head) * kD;
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+        *reinterpret_cast<uint32_t*>(out + 8 * jj + 2 * tig) =
+            Elem<T>::pack(o[4 * jj + 2 * h] * inv, o[4 * jj + 2 * h + 1] * inv);
+    }
+  };
+
+  // One stream of key tiles across items: each step issues Q·Kᵀ of its tile together with P·V
+  // of the step before, whichever item that belonged to, so an item's last P·V and its store
+  // overlap the next item's first scores. The very first P·V multiplies a zero P (by a V tile
+  // already in shared memory): it adds nothing, and O is reset before the first item's values.
+  int g = 0, prev_stage = 0;
+  bool have_prev = false;  // an item whose last P·V is the one in flight
+  Done prev{0, 0, 0, 0};
+  for (int j = 0;; ++j) {
+    const int qb = j & 1;
+    sm90::barrier_wait(q_full + 8 * qb, (j >> 1) & 1);
+    const Item it = items[qb];
+    if (!it.valid) break;
     const int len = it.len;
     // This warpgroup's rows (a warpgroup past the sequence still waits and releases).
     const int wr0 = it.row0 + 64 * group;
@@ -209,34 +280,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     int lo[2], hi[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) key_range(p, wr0 + 16 * warp + 8 * h + g8, len, lo[h], hi[h]);
-    const auto visible = [&](int t) {
-      const int kt = it.klo + t * kKeys;
-      return active && kt < whi && kt + kKeys > wlo;  // warpgroup-uniform
-    };
-
-    const int qb = j & 1;
     const uint64_t q_desc = sm90::kmajor_sw128_desc(q_s + qb * kQBytes + group * kBox);
-    sm90::barrier_wait(q_full + 8 * qb, (j >> 1) & 1);
-#pragma unroll
-    for (int i = 0; i < 32; ++i) o[i] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) l[i] = 0.0f;
     m[0] = m[1] = -INFINITY;
 
-    const auto issue_scores = [&](int stage) {
-      const uint64_t kb = k_desc + stage * (kTileBytes >> 4);
-#pragma unroll
-      for (int kk = 0; kk < kD / 16; ++kk)  // 16 columns of d: 32 bytes along the rows
-        sm90::wgmma_ss_m64n128k16(s, q_desc + kk * 2, kb + kk * 2, kk > 0 ? 1u : 0u, T{});
-    };
-    const auto issue_values = [&](int stage) {
-      const uint64_t vb = v_desc + stage * (kTileBytes >> 4);
-#pragma unroll
-      for (int c = 0; c < kKeys / 16; ++c) {  // 16 keys: 16 rows of 128 bytes
-        sm90::wgmma_rs_m64n8k16(l, pf[c], ones_desc, T{});
-        sm90::wgmma_rs_m64n64k16_tb(o, pf[c], vb + c * 128, T{});
-      }
-    };
     // Masks S of tile t, updates the running max and leaves exp2(S·scale − max) in s; returns
     // the factors O and the sums must be rescaled by (applied once P·V of the tile before is in).
     const auto probabilities = [&](int t, float (&c)[2]) {
@@ -273,27 +319,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     };
-    const auto rescale_and_pack = [&](const float (&c)[2]) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        l[2 * h] *= c[h];
-        l[2 * h + 1] *= c[h];
-#pragma unroll
-        for (int jj = 0; jj < 8; ++jj) {
-          o[4 * jj + 2 * h] *= c[h];
-          o[4 * jj + 2 * h + 1] *= c[h];
-        }
-      }
-      // P's A fragment of key chunk cc (keys 16cc … 16cc + 15): registers (row g8, keys 2 tig),
-      // (row g8 + 8, same), (row g8, keys 8 + 2 tig), (row g8 + 8, same) = s chunks 2cc, 2cc + 1.
-#pragma unroll
-      for (int cc = 0; cc < 8; ++cc)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int e0 = 8 * cc + 4 * (r >> 1) + 2 * (r & 1);
-          pf[cc][r] = Elem<T>::pack(s[e0], s[e0 + 1]);
-        }
-    };
     // Zeroes the V rows of the tile at `stage` that lie past the sequence (keys from `from` on);
     // warpgroup 0 writes, both wait at the named barrier before any P·V may read the tile.
     const auto zero_tail = [&](int stage, int from) {
@@ -307,72 +332,69 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       sm90::named_barrier(2, kConsumerThreads);
     };
-    const auto release = [&](uint32_t bar) {
-      if (lane == 0) sm90::barrier_arrive(bar);
-    };
 
-    // One key tile: its scores, issued with P·V of the tile before (none for the first: a
-    // separate instantiation, since a wgmma under a branch makes the compiler fence it).
-    int prev_stage = 0;
-    const auto step = [&](int t, auto with_values) {
+    for (int t = 0; t < it.ntiles; ++t, ++g) {
       const int stage = g % kStages;
       sm90::barrier_wait(kv_full + 8 * stage, (g / kStages) & 1);
       const int kt = it.klo + t * kKeys;
       if (kt + kKeys > len) zero_tail(stage, len - kt);  // item-uniform: only the last tile
-      // Issued whether or not the tile is visible to this warpgroup (for the same reason); an
-      // invisible tile's P is zero, so its P·V adds nothing.
+      // Issued whether or not the tile is visible to this warpgroup (a wgmma under a branch is
+      // serialised by the compiler); an invisible tile's P is zero, so its P·V adds nothing.
       sm90::wgmma_fence();
-      issue_scores(stage);
+      issue_scores(q_desc, stage);
       sm90::wgmma_commit();
-      if constexpr (decltype(with_values)::value) issue_values(prev_stage);
+      issue_values(g > 0 ? prev_stage : stage);  // the first: a zero P against this tile's V
       sm90::wgmma_commit();
       sm90::wgmma_wait<1>();  // the scores are in; P·V of the tile before may still run
       sm90::fence_registers(s);
       if (t == it.ntiles - 1) release(q_empty + 8 * qb);
-      const bool vis = visible(t);
+      const bool vis = active && kt < whi && kt + kKeys > wlo;  // warpgroup-uniform
       float c[2] = {1.0f, 1.0f};
       if (vis) probabilities(t, c);
-      sm90::wgmma_wait<0>();
-      keep_registers(pf);
-      sm90::fence_registers(o);
-      sm90::fence_registers(l);
-      if constexpr (decltype(with_values)::value) release(kv_empty + 8 * prev_stage);
-      if (vis) {
-        rescale_and_pack(c);
-      } else {
+      wait_values();
+      if (g > 0) release(kv_empty + 8 * prev_stage);
+      if (t == 0) {
+        // The previous item (if any) is complete: store it, then start this one from zero.
+        if (have_prev) store(prev);
 #pragma unroll
-        for (int cc = 0; cc < 8; ++cc)
+        for (int i = 0; i < 32; ++i) o[i] = 0.0f;
 #pragma unroll
-          for (int r = 0; r < 4; ++r) pf[cc][r] = 0u;
+        for (int i = 0; i < 4; ++i) l[i] = 0.0f;
+      } else if (vis) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          l[2 * h] *= c[h];
+          l[2 * h + 1] *= c[h];
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            o[4 * jj + 2 * h] *= c[h];
+            o[4 * jj + 2 * h + 1] *= c[h];
+          }
+        }
       }
+      // P's A fragment of key chunk cc (keys 16cc … 16cc + 15): registers (row g8, keys 2 tig),
+      // (row g8 + 8, same), (row g8, keys 8 + 2 tig), (row g8 + 8, same) = s chunks 2cc, 2cc + 1.
+#pragma unroll
+      for (int cc = 0; cc < 8; ++cc)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int e0 = 8 * cc + 4 * (r >> 1) + 2 * (r & 1);
+          pf[cc][r] = vis ? Elem<T>::pack(s[e0], s[e0 + 1]) : 0u;
+        }
       prev_stage = stage;
-      ++g;
-    };
-    step(0, std::false_type{});  // every item has a tile: each row sees itself
-    for (int t = 1; t < it.ntiles; ++t) step(t, std::true_type{});
-    sm90::wgmma_fence();
-    issue_values(prev_stage);
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    keep_registers(pf);
-    sm90::fence_registers(o);
-    sm90::fence_registers(l);
-    release(kv_empty + 8 * prev_stage);
-    ++j;
-
-    if (!active) continue;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int i = wr0 + 16 * warp + 8 * h + g8;
-      if (i >= len) continue;
-      const float sum = l[2 * h];
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // every real row sees itself: sum > 0
-      uint16_t* out = p.out + static_cast<std::size_t>(it.start + i) * p.ldo + static_cast<std::size_t>(it.head) * kD;
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj)
-        *reinterpret_cast<uint32_t*>(out + 8 * jj + 2 * tig) =
-            Elem<T>::pack(o[4 * jj + 2 * h] * inv, o[4 * jj + 2 * h + 1] * inv);
     }
+    prev = Done{it.start, len, it.head, wr0};
+    have_prev = true;
+  }
+  // The last item's last P·V (without items, a zero P against whatever stage 0 holds: adds to
+  // nothing that is stored).
+  sm90::wgmma_fence();
+  issue_values(prev_stage);
+  sm90::wgmma_commit();
+  wait_values();
+  if (have_prev) {
+    release(kv_empty + 8 * prev_stage);
+    store(prev);
   }
 #else
   (void)map_q, (void)map_k, (void)map_v, (void)p;
