@@ -92,7 +92,9 @@ models::BuiltModel build(const BenchArgs& a, std::string& name) {
       throw UsageError("model folder " + a.model + " does not exist or is not a folder");
     name = std::filesystem::path(a.model).lexically_normal().filename().string();
     if (name.empty()) name = std::filesystem::path(a.model).lexically_normal().parent_path().filename().string();
-    return models::build_model_from_folder(a.model);
+    models::BuiltModel m = models::build_model_from_folder(a.model);
+    if (a.pooling) m.pooling = *a.pooling;
+    return m;
   }
   std::filesystem::path p(a.config);
   if (std::filesystem::is_directory(p)) p /= "config.json";
@@ -279,8 +281,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--grid", a->grid, "Comma-separated BxL points (default 1x16,1x64,32x128 unless --mixed)");
   cmd->add_option("--mixed", a->mixed, "B:min:max: B sequences of random lengths in [min, max] (repeatable)");
   cmd->add_option("--pooling", a->pooling,
-                  "mean, cls or last: the pooling of a --config model (default: the config's "
-                  "\"_inferencelayer_pooling\", else mean; a --model folder pools as it says)")
+                  "mean, cls or last (default: a --model folder's own; for a --config model the "
+                  "config's \"_inferencelayer_pooling\", else mean)")
       ->transform(CLI::CheckedTransformer(pooling_names(), CLI::ignore_case));
   cmd->add_option("--threads", a->threads, "Compute threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();

@@ -193,7 +193,6 @@ EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg
     mlp_norm.x = plan.whole(tmp1);
     mlp_norm.residual = mlp_norm.out = plan.whole(res1);
     plan.add_step("encode_first", L + "first.mlp_norm", mlp_norm);
-    plan.set_output("first_hidden", plan.whole(res1));
     plan.set_output("hidden", plan.whole(cur));
     return {cur, res1};
   }

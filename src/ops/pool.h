@@ -2,7 +2,10 @@
 // last row. Ragged batches hold no padding, so every row of a sequence counts, except leading
 // prompt rows a model pools without (sentence-transformers' include_prompt: false): with
 // pool_starts, mean and last-token pooling read rows [pool_starts[s], seq_starts[s + 1]) and
-// CLS still reads the sequence's first row. An empty range pools to zeros.
+// CLS still reads the sequence's first row. An empty range pools to zeros. With
+// one_row_per_sequence, x holds one row per sequence instead (row s: its first token's, as a
+// CLS-pooled model's last layer leaves them) and the mode must be CLS: row s is copied, or zeros
+// where seq_starts says sequence s is empty.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +26,7 @@ struct PoolArgs {
   std::size_t cols = 0;
   PoolingMode mode = PoolingMode::kMean;
   const int32_t* pool_starts = nullptr;  // [num_seqs] or null (= seq_starts)
+  bool one_row_per_sequence = false;
 };
 
 void pool_cpu(const PoolArgs& a, ThreadPool& pool);

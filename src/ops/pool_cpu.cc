@@ -10,6 +10,7 @@ namespace il::ops {
 
 void pool_cpu(const PoolArgs& a, ThreadPool& pool) {
   check(a.x && a.out && a.seq_starts, "pool: null operand");
+  check(!a.one_row_per_sequence || a.mode == PoolingMode::kCls, "pool: one row per sequence pools by CLS only");
   if (a.pool_starts)  // checked here: an error inside the parallel section could not reach the caller
     for (std::size_t s = 0; s < a.num_seqs; ++s)
       check(a.pool_starts[s] >= a.seq_starts[s] && a.pool_starts[s] <= a.seq_starts[s + 1], "pool: sequence ", s,
@@ -24,6 +25,10 @@ void pool_cpu(const PoolArgs& a, ThreadPool& pool) {
       float* out = a.out + s * a.ldo;
       if (end == begin) {  // an empty range pools to zeros rather than reading its neighbour
         std::fill_n(out, a.cols, 0.0f);
+        continue;
+      }
+      if (a.one_row_per_sequence) {
+        std::memcpy(out, a.x + s * a.ldx, a.cols * sizeof(float));
         continue;
       }
       switch (a.mode) {

@@ -68,6 +68,28 @@ TEST(Pool, PoolStartsLeaveLeadingRowsOut) {
                Error);
 }
 
+TEST(Pool, OneRowPerSequenceCopiesRowSAndZeroesEmptySequences) {
+  // First-token rows (row s: sequence s's first token), as a CLS-pooled model's last layer
+  // leaves them: row s is copied, whatever seq_starts says about where the sequence's tokens are,
+  // except that an empty sequence pools to zeros, as from token rows.
+  const std::vector<int32_t> starts = {0, 3, 3, 4, 9};
+  const std::size_t seqs = 4, cols = 5, ldx = 7, ldo = 6;
+  std::vector<float> x(seqs * ldx);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) + 0.5f;
+  std::vector<float> out(seqs * ldo, -1.0f);
+  ThreadPool pool(2);
+  ops::pool_cpu({x.data(), ldx, out.data(), ldo, starts.data(), seqs, cols, PoolingMode::kCls, nullptr, true}, pool);
+  for (std::size_t s = 0; s < seqs; ++s)
+    for (std::size_t j = 0; j < ldo; ++j) {
+      const float want = j >= cols ? -1.0f : s == 1 ? 0.0f : x[s * ldx + j];
+      EXPECT_EQ(out[s * ldo + j], want) << "sequence " << s << ", column " << j;
+    }
+  EXPECT_THROW(ops::pool_cpu({x.data(), ldx, out.data(), ldo, starts.data(), seqs, cols, PoolingMode::kMean, nullptr,
+                              true},
+                             pool),
+               Error);
+}
+
 TEST(L2Rows, UnitNormAndZeroRowsStayZero) {
   ThreadPool pool(2);
   for (std::size_t rows : kOddSizes) {

@@ -76,10 +76,10 @@ void CpuExecutor::set_batch(const plan::Batch& batch) {
         "batch: seq_starts must run from 0 to the token count");
   check(batch.type_ids.empty() || batch.type_ids.size() == batch.num_tokens(),
         "batch: type_ids must be empty or one per token");
+  check(batch.num_seqs() <= max_tokens_, "batch: ", batch.num_seqs(), " sequences exceed the scratch size of ",
+        max_tokens_);  // sequence and first-token rows live in buffers of max_tokens rows
   plan::check_pool_starts(batch);
   batch_ = batch;
-  seq_index_.resize(batch.num_seqs() + 1);
-  for (std::size_t s = 0; s < seq_index_.size(); ++s) seq_index_[s] = static_cast<int32_t>(s);
 }
 
 float* CpuExecutor::ptr(const View& v) {
@@ -151,9 +151,9 @@ void CpuExecutor::execute(const plan::Step& step) {
           const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kFirstTokens;
           check(!per_sequence || op.mode == PoolingMode::kCls, "pool ", step.name,
                 ": first-token rows can only be CLS-pooled");
-          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), per_sequence ? seq_index_.data() : starts,
-                         nseq, op.x.cols, op.mode,
-                         batch_.pool_starts.empty() || per_sequence ? nullptr : batch_.pool_starts.data()},
+          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols, op.mode,
+                         batch_.pool_starts.empty() || per_sequence ? nullptr : batch_.pool_starts.data(),
+                         per_sequence},
                         pool_);
         } else if constexpr (std::is_same_v<T, plan::L2Step>) {
           ops::l2_rows_cpu({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, pool_);

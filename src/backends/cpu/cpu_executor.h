@@ -47,7 +47,6 @@ class CpuExecutor final : public plan::Executor {
   std::vector<std::vector<float>> buffers_;
   std::map<plan::WeightId, ops::PackedWeight> packed_;  // GEMM weights in panel layout
   plan::Batch batch_;
-  std::vector<int32_t> seq_index_;  // 0, 1, …, num_seqs: row starts of first-token rows
   plan::StepProfile profile_;
   bool profiling_ = false;
 };

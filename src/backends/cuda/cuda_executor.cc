@@ -99,9 +99,8 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     if (const plan::BufferId owner = plan.buffers()[i].storage; owner >= 0)
       buffers_[i] = buffers_.at(static_cast<std::size_t>(owner));
 
-  // Batch ids (sequence offsets, tokens, type ids, pool starts, sequence indices), device side
-  // and pinned host side.
-  const std::size_t ints = 5 * max_tokens_ + 2;
+  // Batch ids (sequence offsets, tokens, type ids, pool starts), device side and pinned host side.
+  const std::size_t ints = 4 * max_tokens_ + 1;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -225,8 +224,8 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
-  // Packed back to back — offsets, tokens, type ids, pool starts, sequence indices (0 … bb: the
-  // row starts of first-token rows) — so one small copy uploads the batch.
+  // Packed back to back — offsets, tokens, type ids, pool starts — so one small copy uploads the
+  // batch.
   auto* staging = reinterpret_cast<int32_t*>(batch_staging_.get());
   std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
   std::fill(staging + b + 1, staging + bb + 1, static_cast<int32_t>(t));
@@ -242,15 +241,12 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     std::memcpy(starts, batch.pool_starts.data(), b * sizeof(int32_t));
     std::fill(starts + b, starts + bb, static_cast<int32_t>(t));  // padding sequences: empty
   }
-  int32_t* index = starts + pool_starts;
-  for (std::size_t s = 0; s <= bb; ++s) index[s] = static_cast<int32_t>(s);
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
   d_starts_ = base;
   d_tokens_ = base + bb + 1;
   d_types_ = base + bb + 1 + tb;
   d_pool_starts_ = pool_starts > 0 ? base + bb + 1 + tb + types : nullptr;
-  d_seq_index_ = base + bb + 1 + tb + types + pool_starts;
-  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts + bb + 1) * sizeof(int32_t),
+  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts) * sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
   num_tokens_ = tb;
@@ -479,8 +475,8 @@ void CudaExecutor::execute(const plan::Step& step) {
           const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kFirstTokens;
           check(!per_sequence || op.mode == PoolingMode::kCls, "pool ", step.name,
                 ": first-token rows can only be CLS-pooled");
-          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), per_sequence ? d_seq_index_ : d_starts_,
-                          num_seqs_, op.x.cols, op.mode, per_sequence ? nullptr : d_pool_starts_},
+          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
+                          per_sequence ? nullptr : d_pool_starts_, per_sequence},
                          stream_, type_of(op.x), type_of(op.out));
         } else if constexpr (std::is_same_v<T, plan::L2Step>) {
           ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));

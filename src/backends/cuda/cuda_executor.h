@@ -86,7 +86,6 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_types_ = nullptr;
   int32_t* d_starts_ = nullptr;
   int32_t* d_pool_starts_ = nullptr;  // null when the batch pools every token
-  int32_t* d_seq_index_ = nullptr;    // 0, 1, …, num_seqs_: row starts of first-token rows
   PinnedMemory batch_staging_, read_staging_;
 
   // The launched shape is the batch rounded up to buckets (backends/cuda/batch_buckets.h);
