@@ -240,19 +240,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     int start, len, head, wr0;
   };
   const auto store = [&](const Done& d) {
-    if (d.wr0 >= d.len) return;  // a warpgroup past the sequence
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int i = d.wr0 + 16 * warp + 8 * h + g8;
-      if (i >= d.len) continue;
-      const float sum = l[2 * h];
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // every real row sees itself: sum > 0
-      uint16_t* out = p.out + static_cast<std::size_t>(d.start + i) * p.ldo + static_cast<std::size_t>(d.head) * kD;
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj)
-        *reinterpret_cast<uint32_t*>(out + 8 * jj + 2 * tig) =
-            Elem<T>::pack(o[4 * jj + 2 * h] * inv, o[4 * jj + 2 * h + 1] * inv);
-    }
+    const int i = d.wr0 + 16 * warp + g8;  // this thread's first row
+    if (i < d.len)
+      store_rows<T>(o, l, p.out + static_cast<std::size_t>(d.start + i) * p.ldo + static_cast<std::size_t>(d.head) * kD,
+                    p.ldo, d.len - i, tig);
   };
 
   // One stream of key tiles across items: each step issues Q·Kᵀ of its tile together with P·V
@@ -270,16 +261,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int len = it.len;
     // This warpgroup's rows (a warpgroup past the sequence still waits and releases).
     const int wr0 = it.row0 + 64 * group;
-    const bool active = wr0 < len;
-    int wlo = 0, whi = 0, wlo_last = 0, whi_first = 0;
-    if (active) {
-      key_range(p, wr0, len, wlo, whi_first);
-      key_range(p, min(wr0 + 64, len) - 1, len, wlo_last, whi);
-    }
-    // This thread's rows: wr0 + 16 warp + g8 (h = 0) and + 8 (h = 1).
-    int lo[2], hi[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) key_range(p, wr0 + 16 * warp + 8 * h + g8, len, lo[h], hi[h]);
+    const RowKeys keys = row_keys(p, wr0, len, warp, g8);
     const uint64_t q_desc = sm90::kmajor_sw128_desc(q_s + qb * kQBytes + group * kBox);
     m[0] = m[1] = -INFINITY;
 
@@ -288,26 +270,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const auto probabilities = [&](int t, float (&c)[2]) {
       const int kt = it.klo + t * kKeys;
       // s[4j + 2h + e]: row h (g8 or g8 + 8), key kt + 8j + 2 tig + e.
-      if (!(kt >= wlo_last && kt + kKeys <= whi_first)) {
-#pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = kt + 8 * jj + 2 * tig + (e & 1);
-            if (key < lo[e >> 1] || key >= hi[e >> 1]) s[4 * jj + e] = -INFINITY;
-          }
-      }
+      if (!keys.covers(kt, kKeys)) mask_scores<16>(s, kt, tig, keys);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx[8];  // a short tree instead of one dependent chain
-#pragma unroll
-        for (int q = 0; q < 8; ++q)
-          mx[q] = fmaxf(fmaxf(s[8 * q + 2 * h], s[8 * q + 2 * h + 1]), fmaxf(s[8 * q + 4 + 2 * h], s[8 * q + 5 + 2 * h]));
-#pragma unroll
-        for (int q = 0; q < 4; ++q) mx[q] = fmaxf(mx[q], mx[q + 4]);
-        float r = fmaxf(fmaxf(mx[0], mx[1]), fmaxf(mx[2], mx[3]));
-        r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 1));
-        r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 2));
+        const float r = row_max<16>(s, h);
         const float mn = fmaxf(m[h], r * p.scale_log2);
         const float ref = mn == -INFINITY ? 0.0f : mn;  // no admissible key yet: exp2(−inf − 0) = 0, not NaN
         c[h] = fast_exp2(m[h] - ref);
@@ -348,7 +314,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90::wgmma_wait<1>();  // the scores are in; P·V of the tile before may still run
       sm90::fence_registers(s);
       if (t == it.ntiles - 1) release(q_empty + 8 * qb);
-      const bool vis = active && kt < whi && kt + kKeys > wlo;  // warpgroup-uniform
+      const bool vis = keys.sees(kt, kKeys);  // warpgroup-uniform
       float c[2] = {1.0f, 1.0f};
       if (vis) probabilities(t, c);
       wait_values();

@@ -126,16 +126,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_wgmma_kernel(Params p) 
 
   // The warpgroup's rows (a warpgroup past the sequence still stages and synchronises).
   const int wr0 = row0 + 64 * group;
-  const bool active = wr0 < len;
-  int wlo = 0, whi = 0, wlo_last = 0, whi_first = 0;
-  if (active) {
-    key_range(p, wr0, len, wlo, whi_first);
-    key_range(p, min(wr0 + 64, len) - 1, len, wlo_last, whi);
-  }
-  // This thread's rows: wr0 + 16 warp + g (h = 0) and + 8 (h = 1).
-  int lo[2], hi[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) key_range(p, wr0 + 16 * warp + 8 * h + g, len, lo[h], hi[h]);
+  const RowKeys keys = row_keys(p, wr0, len, warp, g);
 
   for (int i = tid; i < 256; i += kThreads)
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ones_s + 4 * i), "r"(Elem<T>::kOnePair) : "memory");
@@ -179,7 +170,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_wgmma_kernel(Params p) 
   uint32_t pf[4][4];
   const auto visible = [&](int t) {
     const int kt = klo + t * kKeyTile;
-    return active && kt < whi && kt + kKeyTile > wlo;  // warpgroup-uniform
+    return keys.sees(kt, kKeyTile);  // warpgroup-uniform
   };
   const auto issue_scores = [&](int t) {
     const uint64_t kb = k_desc + (t % kStages) * (kTileBytes >> 4);
@@ -200,26 +191,11 @@ __global__ void __launch_bounds__(kThreads, 2) attention_wgmma_kernel(Params p) 
   const auto softmax = [&](int t) {
     const int kt = klo + t * kKeyTile;
     // s[4j + 2h + e]: row h (g or g + 8), key kt + 8j + 2 tig + e.
-    if (!(kt >= wlo_last && kt + kKeyTile <= whi_first)) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = kt + 8 * j + 2 * tig + (e & 1);
-          if (key < lo[e >> 1] || key >= hi[e >> 1]) s[4 * j + e] = -INFINITY;
-        }
-    }
+    if (!keys.covers(kt, kKeyTile)) mask_scores<8>(s, kt, tig, keys);
     float ref[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float mx[4];  // a short tree instead of one dependent chain
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        mx[q] = fmaxf(fmaxf(s[8 * q + 2 * h], s[8 * q + 2 * h + 1]), fmaxf(s[8 * q + 4 + 2 * h], s[8 * q + 5 + 2 * h]));
-      float r = fmaxf(fmaxf(mx[0], mx[1]), fmaxf(mx[2], mx[3]));
-      r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 1));
-      r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, 2));
-      const float mn = fmaxf(m[h], r * p.scale_log2);
+      const float mn = fmaxf(m[h], row_max<8>(s, h) * p.scale_log2);
       ref[h] = mn == -INFINITY ? 0.0f : mn;  // no admissible key yet: exp2(−inf − 0) = 0, not NaN
       const float c = fast_exp2(m[h] - ref[h]);
       m[h] = mn;
@@ -272,18 +248,11 @@ __global__ void __launch_bounds__(kThreads, 2) attention_wgmma_kernel(Params p) 
   }
   cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
 
-  if (!active) return;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int i = wr0 + 16 * warp + 8 * h + g;
-    if (i >= len) continue;
-    const float sum = l[2 * h];
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // every real row sees itself: sum > 0
-    uint16_t* out = p.out + static_cast<std::size_t>(start + i) * p.ldo + static_cast<std::size_t>(head) * kD;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<uint32_t*>(out + 8 * j + 2 * tig) = Elem<T>::pack(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-  }
+  if (!keys.active) return;
+  const int i = wr0 + 16 * warp + g;  // this thread's first row
+  if (i < len)
+    store_rows<T>(o, l, p.out + static_cast<std::size_t>(start + i) * p.ldo + static_cast<std::size_t>(head) * kD,
+                  p.ldo, len - i, tig);
 #else
   (void)p;
   __trap();  // never launched: attention_wgmma_applies requires a compute capability 9.0 device

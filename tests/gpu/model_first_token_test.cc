@@ -15,8 +15,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "backends/cpu/cpu_executor.h"
@@ -29,23 +27,6 @@
 
 namespace il::test {
 namespace {
-
-// Sets an environment variable for the scope (executors read their switches when built).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Worst error of `got` against `ref`, row by row: 1 − cosine (embeddings) or
 // |Δ| / max(1, |ref|) (scores).
@@ -72,9 +53,7 @@ class GpuFirstTokenTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(GpuFirstTokenTest, SameOutputsAsTheFullEncoderInEveryPrecision) {
   IL_REQUIRE_GPU();
   const Fixture f = load_fixture(GetParam());
-  std::vector<TokenInput> inputs;
-  for (const auto* list : {&f.cases, &f.id_cases})
-    for (const FixtureCase& c : *list) inputs.push_back(c.input);
+  const std::vector<TokenInput> inputs = all_inputs(f);
   std::size_t tokens = 0;
   for (const TokenInput& in : inputs) tokens += in.ids.size();
   plan::Batch batch = runtime::make_batch(inputs, {0, inputs.size()});
@@ -143,12 +122,7 @@ TEST_P(GpuFirstTokenTest, SameOutputsAsTheFullEncoderInEveryPrecision) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuFirstTokenTest,
                          ::testing::Values("bert-cls", "bert-ce", "jina-ce", "xlmr-ce", "xlmr-ce2"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace
 }  // namespace il::test

@@ -41,12 +41,7 @@ class GpuModelTest : public ::testing::TestWithParam<std::string> {
   const std::vector<float>& expected(const FixtureCase& c) const {
     return fixture_.kind == "embedding" ? c.pooled : c.scores;
   }
-  std::vector<TokenInput> all_inputs() const {
-    std::vector<TokenInput> inputs;
-    for (const FixtureCase& c : fixture_.cases) inputs.push_back(c.input);
-    for (const FixtureCase& c : fixture_.id_cases) inputs.push_back(c.input);
-    return inputs;
-  }
+  std::vector<TokenInput> all_inputs() const { return test::all_inputs(fixture_); }
 
   Fixture fixture_;
   std::unique_ptr<Engine> engine_;
@@ -191,12 +186,7 @@ TEST(GpuPromptPooling, LeavesThePromptOutLikeTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuModelTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-mean-hd64", "bert-ce",
                                            "xlmr-ce", "xlmr-ce2", "jina-ce"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace
 }  // namespace il::test

@@ -364,15 +364,21 @@ TEST(GpuHalfAttentionLong, CausalGqaAndWindowed8192MatchCpu) {
   }
 }
 
-// Timing, not a check: run with --gtest_also_run_disabled_tests. Median of CUDA-event timings of
-TEST(GpuHalfAttentionWgmma, HopperKernelMatchesCpuAndTheMmaSyncKernel) {
-  IL_REQUIRE_GPU();
+// Arguments the Hopper kernels take on an sm_90 device (aligned head-dim-64 rows, a known row
+// count): whether they apply says whether the device is one.
+ops::HalfAttentionArgs hopper_probe() {
   ops::HalfAttentionArgs probe;
   probe.q = probe.k = probe.v = probe.out = reinterpret_cast<void*>(std::uintptr_t{256});
   probe.ldq = probe.ldk = probe.ldv = probe.ldo = 64;
   probe.heads = probe.kv_heads = 1;
   probe.head_dim = 64;
-  if (!ops::attention_wgmma_applies(probe)) GTEST_SKIP() << "the wgmma attention kernel needs an sm_90 device";
+  probe.rows = 1;
+  return probe;
+}
+
+TEST(GpuHalfAttentionWgmma, HopperKernelMatchesCpuAndTheMmaSyncKernel) {
+  IL_REQUIRE_GPU();
+  if (!ops::attention_wgmma_applies(hopper_probe())) GTEST_SKIP() << "the wgmma attention kernel needs an sm_90 device";
   // Every mask, GQA, lengths around the 64-key tiles and 128-row blocks, near one-hot rows.
   const std::vector<HalfCase> cases = {
       {kMixed, 12, 12, 64, MaskMode::kBidirectional, 0},
@@ -399,13 +405,7 @@ TEST(GpuHalfAttentionWgmma, HopperKernelMatchesCpuAndTheMmaSyncKernel) {
 
 TEST(GpuHalfAttentionWgmma, TmaKernelKeepsNanRowsAfterTheBatchOut) {
   IL_REQUIRE_GPU();
-  ops::HalfAttentionArgs probe;
-  probe.q = probe.k = probe.v = probe.out = reinterpret_cast<void*>(std::uintptr_t{256});
-  probe.ldq = probe.ldk = probe.ldv = probe.ldo = 64;
-  probe.heads = probe.kv_heads = 1;
-  probe.head_dim = 64;
-  probe.rows = 1;
-  if (!ops::attention_tma_applies(probe)) GTEST_SKIP() << "the TMA-fed attention kernel needs an sm_90 device";
+  if (!ops::attention_tma_applies(hopper_probe())) GTEST_SKIP() << "the TMA-fed attention kernel needs an sm_90 device";
   // The last sequence's last key tile reaches into the NaN rows (TMA reads whole boxes); its
   // V rows there must be zeroed before P·V, and its scores masked. A tile past the whole buffer
   // arrives as zeros from the unit itself.
@@ -425,6 +425,7 @@ TEST(GpuHalfAttentionWgmma, TmaKernelKeepsNanRowsAfterTheBatchOut) {
       }
 }
 
+// Timing, not a check: run with --gtest_also_run_disabled_tests. Median of CUDA-event timings of
 // 20 launches after warm-up, for the half kernel (both types) and the f32 kernel on the same shape.
 struct TimedShape {
   const char* name;

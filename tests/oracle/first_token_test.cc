@@ -23,9 +23,7 @@ TEST_P(FirstTokenTest, SameOutputsAsTheFullEncoder) {
   const Fixture f = load_fixture(GetParam());
   models::BuiltModel model = models::build_model_from_folder(f.dir);
   ASSERT_TRUE(model.plan.has_program("encode_first"));
-  std::vector<TokenInput> inputs;
-  for (const auto* list : {&f.cases, &f.id_cases})
-    for (const FixtureCase& c : *list) inputs.push_back(c.input);
+  const std::vector<TokenInput> inputs = all_inputs(f);
   std::size_t tokens = 0;
   for (const TokenInput& in : inputs) tokens += in.ids.size();
   plan::Batch batch = runtime::make_batch(inputs, {0, inputs.size()});

@@ -55,4 +55,18 @@ Fixture load_fixture(const std::string& name) {
   return f;
 }
 
+std::vector<TokenInput> all_inputs(const Fixture& f) {
+  std::vector<TokenInput> inputs;
+  for (const auto* list : {&f.cases, &f.id_cases})
+    for (const FixtureCase& c : *list) inputs.push_back(c.input);
+  return inputs;
+}
+
+std::string fixture_test_name(const std::string& name) {
+  std::string n = name;
+  for (char& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
 }  // namespace il::test

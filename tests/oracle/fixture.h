@@ -35,4 +35,10 @@ struct Fixture {
 std::filesystem::path fixtures_root();
 Fixture load_fixture(const std::string& name);
 
+// Every case's input: the text cases, then the raw-id ones.
+std::vector<TokenInput> all_inputs(const Fixture& f);
+
+// The gtest name of a test on fixture `name` ("bert-mean" → "bert_mean").
+std::string fixture_test_name(const std::string& name);
+
 }  // namespace il::test

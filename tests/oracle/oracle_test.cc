@@ -87,9 +87,7 @@ TEST_P(OracleTest, HiddenStatesMatchTransformers) {
 TEST_P(OracleTest, BatchInvariance) {
   // Every input alone, then all of them (texts and raw ids, mixed lengths) in one ragged batch,
   // then the same list split over many small batches: the rows must agree.
-  std::vector<TokenInput> inputs;
-  for (const FixtureCase& c : fixture_.cases) inputs.push_back(c.input);
-  for (const FixtureCase& c : fixture_.id_cases) inputs.push_back(c.input);
+  const std::vector<TokenInput> inputs = all_inputs(fixture_);
   const Matrix together = run(inputs);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Matrix alone = run({inputs[i]});
@@ -149,12 +147,7 @@ TEST(PromptPooling, LeavesThePromptOutAsSentenceTransformersDoes) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, OracleTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-mean-hd64", "bert-ce",
                                            "xlmr-ce", "xlmr-ce2", "jina-ce"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace
 }  // namespace il::test
