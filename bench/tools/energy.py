@@ -5,9 +5,9 @@
 
 COMMAND is one point of `inferencelayer bench ... --json` or `bench/torch_bench.py ...`: it
 prints a JSON line with "p50_ms". While it runs, the device's cumulative energy counter and SM
-clock are read every 10 ms. The timed loop is the plateau: from the first to the last
-half-second window whose mean power is at least 85 % of the windows' upper quartile (loading,
-tuning and start-up draw far less; the timed loop should be most of the run). Printed: the plateau's mean power and median SM clock, and joules per
+clock are read every 10 ms. The timed loop is the plateau: the longest run of consecutive
+half-second windows whose mean power is at least 85 % of the loop's level (see `plateau`;
+loading, tuning and start-up draw far less). Printed: the plateau's mean power and median SM clock, and joules per
 forward = plateau power × p50 (for a loop that idles between forwards, as torch_bench.py's
 synchronising one does a little, this undercounts). Give the command enough iterations for a
 plateau of several seconds.
@@ -61,6 +61,39 @@ def sample(nvml, stop, rows):
         time.sleep(0.01)
 
 
+def plateau(rows):
+    """(first, last) sample indices of the timed loop in `rows` of (time s, energy mJ, clock).
+
+    Half-second windows (the counter advances in uneven steps of tens of milliseconds, so a
+    single window can read high) give mean power from the counter. "Hot" windows draw at least
+    85 % of the third-highest window's power (the loop's level, not one high reading); the
+    plateau is the longest run of consecutive hot windows. A reference taken from the windows'
+    upper quartile instead failed when the timed loop was under a quarter of the run (a model
+    built on the GPU first): the idle windows then set the level and the plateau took in the
+    whole run at idle clock.
+    """
+    windows, i = [], 0
+    while i < len(rows):
+        j = i
+        while j + 1 < len(rows) and rows[j + 1][0] - rows[i][0] < 0.5:
+            j += 1
+        if j + 1 < len(rows):
+            windows.append((i, j + 1, (rows[j + 1][1] - rows[i][1]) / 1000.0 / (rows[j + 1][0] - rows[i][0])))
+        i = j + 1
+    if len(windows) < 3:
+        raise SystemExit("the run was too short to sample: give it more iterations")
+    level = sorted((w[2] for w in windows), reverse=True)[2]
+    best, run = None, []
+    for w in windows + [None]:
+        if w is not None and w[2] >= 0.85 * level:
+            run.append(w)
+            continue
+        if run and (best is None or run[-1][1] - run[0][0] > best[-1][1] - best[0][0]):
+            best = run
+        run = []
+    return best[0][0], best[-1][1]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", type=int, default=0, help="NVML device index")
@@ -90,23 +123,7 @@ def main():
             p50 = record.get("p50_ms", p50)
     if p50 is None:
         raise SystemExit("the command printed no JSON line with p50_ms")
-    # Half-second windows (the counter advances in uneven steps of tens of milliseconds, so a
-    # single window can read high): mean power from the counter. The plateau is the span from
-    # the first to the last window at ≥ 85 % of the windows' upper quartile; its power is the
-    # counter's difference across that whole span.
-    windows, i = [], 0
-    while i < len(rows):
-        j = i
-        while j + 1 < len(rows) and rows[j + 1][0] - rows[i][0] < 0.5:
-            j += 1
-        if j + 1 < len(rows):
-            windows.append((i, j + 1, (rows[j + 1][1] - rows[i][1]) / 1000.0 / (rows[j + 1][0] - rows[i][0])))
-        i = j + 1
-    if len(windows) < 3:
-        raise SystemExit("the run was too short to sample: give it more iterations")
-    upper = sorted(w[2] for w in windows)[(3 * len(windows)) // 4]
-    hot = [w for w in windows if w[2] >= 0.85 * upper]
-    first, last = hot[0][0], hot[-1][1]
+    first, last = plateau(rows)
     span = rows[last][0] - rows[first][0]
     watts = (rows[last][1] - rows[first][1]) / 1000.0 / span
     clock = statistics.median(r[2] for r in rows[first:last + 1])
