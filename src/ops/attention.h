@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/error.h"
 #include "core/thread_pool.h"
 
 namespace il::ops {
@@ -30,6 +31,19 @@ struct AttentionArgs {
   MaskMode mask = MaskMode::kBidirectional;
   std::size_t window = 0;    // 0 = unlimited; else keys with |i − j| ≤ window / 2
 };
+
+// The checks that need no look at seq_starts, which the CUDA launchers cannot read (it lives on
+// the device): operands present, heads a multiple of kv_heads, head_dim in 1..max_head_dim, row
+// strides wide enough. `what` names the op in the messages. check_attention adds the offsets.
+inline void check_attention_shape(const AttentionArgs& a, std::size_t max_head_dim, const char* what = "attention") {
+  check(a.q && a.k && a.v && a.out && a.seq_starts, what, ": null operand");
+  check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0, what, ": heads (", a.heads,
+        ") must be a multiple of kv_heads (", a.kv_heads, ")");
+  check(a.head_dim > 0 && a.head_dim <= max_head_dim, what, ": head_dim ", a.head_dim, " outside 1..", max_head_dim);
+  check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim && a.ldk >= a.kv_heads * a.head_dim &&
+            a.ldv >= a.kv_heads * a.head_dim,
+        what, ": row stride smaller than heads × head_dim");
+}
 
 void check_attention(const AttentionArgs& a);
 void attention_cpu(const AttentionArgs& a, ThreadPool& pool);

@@ -191,14 +191,7 @@ void run_task(const AttentionArgs& a, const Task& t, Scratch& sc, const gemm_ker
 }  // namespace
 
 void check_attention(const AttentionArgs& a) {
-  check(a.q && a.k && a.v && a.out && a.seq_starts, "attention: null operand");
-  check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0,
-        "attention: heads (", a.heads, ") must be a multiple of kv_heads (", a.kv_heads, ")");
-  check(a.head_dim > 0 && a.head_dim <= kMaxHeadDim, "attention: head_dim ", a.head_dim,
-        " outside 1..", kMaxHeadDim);
-  check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim &&
-            a.ldk >= a.kv_heads * a.head_dim && a.ldv >= a.kv_heads * a.head_dim,
-        "attention: row stride smaller than heads × head_dim");
+  check_attention_shape(a, kMaxHeadDim);
   check(a.seq_starts[0] == 0, "attention: seq_starts[0] must be 0");
   for (std::size_t s = 0; s < a.num_seqs; ++s)
     check(a.seq_starts[s + 1] >= a.seq_starts[s], "attention: seq_starts not ascending at ", s);

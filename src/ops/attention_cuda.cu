@@ -423,14 +423,7 @@ void launch(const AttnParams<T>& p, std::size_t num_seqs, std::size_t max_len, s
 
 void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream, DType type) {
   // check_attention reads seq_starts, which live on the device here: the shape checks only.
-  check(a.q && a.k && a.v && a.out && a.seq_starts, "attention: null operand");
-  check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0,
-        "attention: heads (", a.heads, ") must be a multiple of kv_heads (", a.kv_heads, ")");
-  check(a.head_dim > 0 && a.head_dim <= kAttentionMaxHeadDim, "attention: head_dim ", a.head_dim,
-        " outside 1..", kAttentionMaxHeadDim, " (CUDA)");
-  check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim &&
-            a.ldk >= a.kv_heads * a.head_dim && a.ldv >= a.kv_heads * a.head_dim,
-        "attention: row stride smaller than heads × head_dim");
+  check_attention_shape(a, kAttentionMaxHeadDim, "attention (CUDA)");
   check(a.heads <= 65535 && a.num_seqs < (1u << 31) && max_seq_len < (1u << 30),
         "attention: batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;

@@ -108,14 +108,7 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
 }  // namespace
 
 void attention_first_cuda(const AttentionArgs& a, cudaStream_t stream, DType type) {
-  check(a.q && a.k && a.v && a.out && a.seq_starts, "attention (first rows): null operand");
-  check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0, "attention (first rows): heads (", a.heads,
-        ") must be a multiple of kv_heads (", a.kv_heads, ")");
-  check(a.head_dim > 0 && a.head_dim <= kAttentionMaxHeadDim, "attention (first rows): head_dim ", a.head_dim,
-        " outside 1..", kAttentionMaxHeadDim);
-  check(a.ldq >= a.heads * a.head_dim && a.ldo >= a.heads * a.head_dim && a.ldk >= a.kv_heads * a.head_dim &&
-            a.ldv >= a.kv_heads * a.head_dim,
-        "attention (first rows): row stride smaller than heads × head_dim");
+  check_attention_shape(a, kAttentionMaxHeadDim, "attention (first rows)");
   check(a.num_seqs < (1u << 31) && a.heads <= 65535, "attention (first rows): batch too large for one launch");
   if (a.num_seqs == 0) return;
   elem::dispatch(type, [&](auto tag) { launch<decltype(tag)>(a, stream); });
