@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev
+  libboost1.81-dev zlib1g-dev
   libcpp-httplib-dev libgtest-dev
 )
 missing=()

@@ -1,10 +1,13 @@
 // `inferencelayer serve`: the HTTP server (TEI- and OpenAI-compatible routes; see src/server/).
 // Every option can also come from an IL_* environment variable (named in --help); the command
 // line wins. The first stdout line is "listening on http://HOST:PORT" once the socket is bound,
-// so scripts using --port 0 can read the port. SIGTERM / SIGINT: stop accepting, finish what is
-// in flight, exit 0.
+// so scripts using --port 0 can read the port. SIGTERM / SIGINT: stop accepting, answer every
+// request already received, exit 0; a second signal, or --shutdown-timeout, closes what is left
+// and exits 1.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdio>
@@ -16,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli_common.h"
+#include "core/error.h"
 #include "server/allocator.h"
 #include "server/server.h"
 
@@ -68,27 +72,63 @@ std::unique_ptr<Engine> load_serving_engine(const server::ServeOptions& o) {
   return engine;
 }
 
-void run_serve(const server::ServeOptions& o) {
+// A server holds a descriptor per connection: raise the soft limit to the hard one, and keep
+// --max-connections under it (with room for the model's files and the listening socket), so
+// that running out of descriptors is a 503 for a client rather than a failure inside the server.
+void fit_connections_to_descriptors(server::ServeOptions& o) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  constexpr rlim_t kReserve = 64;
+  const rlim_t usable = limit.rlim_cur > kReserve ? limit.rlim_cur - kReserve : 1;
+  if (limit.rlim_cur != RLIM_INFINITY && o.max_connections > usable) {
+    std::fprintf(stderr, "note: --max-connections %zu lowered to %llu (the open-file limit is %llu)\n",
+                 o.max_connections, static_cast<unsigned long long>(usable),
+                 static_cast<unsigned long long>(limit.rlim_cur));
+    o.max_connections = static_cast<std::size_t>(usable);
+  }
+}
+
+void run_serve(server::ServeOptions o) {
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be between 0 and 65535");
   const sigset_t stop_signals = block_stop_signals();
   server::tune_allocator_for_serving();
+  fit_connections_to_descriptors(o);
   server::Server srv(o, load_serving_engine(o));
   const int port = srv.bind();
   std::printf("listening on http://%s:%d\n", o.host.c_str(), port);
   std::fflush(stdout);
 
-  std::atomic<bool> stopping{false};
+  std::atomic<bool> finished{false}, aborted{false};
+  std::atomic<std::size_t> abandoned{0};
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    if (!stopping.exchange(true))
-      std::fprintf(stderr, "inferencelayer serve: %s: finishing in-flight requests\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (finished.load()) return;  // woken by run() ending on its own
+    std::fprintf(stderr, "inferencelayer serve: %s: answering the requests received (%zu), then exiting\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", srv.unanswered());
     srv.stop();
+    // Until everything is answered: a second signal or the deadline closes what is left.
+    const timespec deadline{o.shutdown_timeout, 0};
+    siginfo_t info{};
+    const int second = sigtimedwait(&stop_signals, &info, &deadline);
+    if (finished.load()) return;
+    abandoned = srv.unanswered();
+    aborted = true;
+    std::fprintf(stderr, "inferencelayer serve: %s: closing %zu unanswered request(s)\n",
+                 second > 0 ? "second signal" : "--shutdown-timeout reached", abandoned.load());
+    srv.abort();
   });
   srv.run();
-  // run() may also end without a signal (the listener failed): wake the signal thread.
-  if (!stopping.exchange(true)) pthread_kill(signals.native_handle(), SIGTERM);
+  // run() may also end without a signal: wake the signal thread.
+  finished = true;
+  pthread_kill(signals.native_handle(), SIGTERM);
   signals.join();
+  if (aborted) throw Error("stopped with " + std::to_string(abandoned.load()) + " request(s) unanswered");
 }
 
 }  // namespace
@@ -99,8 +139,10 @@ Command add_serve_command(CLI::App& app) {
   cmd->footer(
       "Routes: POST /embed /embed_all /similarity /rerank /predict /tokenize /decode\n"
       "        /v1/embeddings (OpenAI) /v1/rerank (Cohere / Jina); GET /info /health /metrics.\n"
-      "Errors are {\"error\": ..., \"error_type\": ...} with 401 (API key), 413 (payload), 422 (input),\n"
-      "424 (the model cannot serve the route), 429 (over --max-concurrent-requests, with Retry-After).\n"
+      "Errors are {\"error\": ..., \"error_type\": ...} with 400 (malformed HTTP), 401 (API key), 404, 405\n"
+      "(method), 413 (payload), 415 (not JSON), 422 (input), 424 (the model cannot serve the route),\n"
+      "429 (over --max-concurrent-requests, with Retry-After), 431 (headers), 503 (over --max-connections,\n"
+      "or out of memory for that request).\n"
       "Every option also reads the environment variable named with it; the command line wins.\n"
       "Examples:\n"
       "  inferencelayer serve -m ./bge-small --port 8080\n"
@@ -130,6 +172,23 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--keep-alive-timeout", o->keep_alive_timeout,
                   "Seconds an idle connection stays open (behind a load balancer: more than its idle timeout)")
       ->capture_default_str()->check(CLI::Range(1, 3600))->envname("IL_KEEP_ALIVE_TIMEOUT");
+  cmd->add_option("--header-timeout", o->header_timeout,
+                  "Seconds a request's head may take, from its first byte (slow clients are closed)")
+      ->capture_default_str()->check(CLI::Range(1, 3600))->envname("IL_HEADER_TIMEOUT");
+  cmd->add_option("--request-timeout", o->request_timeout,
+                  "Seconds a request body may take to arrive, and each answer to be sent")
+      ->capture_default_str()->check(CLI::Range(1, 3600))->envname("IL_REQUEST_TIMEOUT");
+  cmd->add_option("--max-connections", o->max_connections,
+                  "Open connections at once; more are answered 503 and closed")
+      ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_MAX_CONNECTIONS");
+  cmd->add_option("--shutdown-timeout", o->shutdown_timeout,
+                  "Seconds SIGTERM waits for the requests received before closing them (a second signal: at once)")
+      ->capture_default_str()->check(CLI::Range(0, 86400))->envname("IL_SHUTDOWN_TIMEOUT");
+  cmd->add_flag("--reuse-port", o->reuse_port,
+                "Share the port with other processes (SO_REUSEPORT); without it a port in use is an error")
+      ->envname("IL_REUSE_PORT");
+  cmd->add_option("--http-threads", o->http_threads, "Event-loop threads for connections (not per connection)")
+      ->capture_default_str()->check(CLI::Range(1, 64))->envname("IL_HTTP_THREADS");
   cmd->add_flag("--auto-truncate", o->auto_truncate,
                 "Truncate over-long inputs when a request does not say (default: refuse them with 422)")
       ->envname("IL_AUTO_TRUNCATE");

@@ -9,41 +9,43 @@ namespace il::server {
 namespace {
 
 double ms_since(Job::Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Job::Clock::now() - t).count();
+  return std::chrono::duration<double, std::milli>(Job::Clock::now() - t)
+      .count();
 }
 
-// The engine calls a pass of one kind makes; rows / hidden come back in input order.
-void run_engine(Engine& engine, JobKind kind, const std::vector<TokenInput>& inputs, Matrix& rows,
-                std::vector<Matrix>& hidden) {
+// The engine calls a pass of one kind makes; rows / hidden come back in input
+// order.
+void run_engine(Engine &engine, JobKind kind,
+                const std::vector<TokenInput> &inputs, Matrix &rows,
+                std::vector<Matrix> &hidden) {
   switch (kind) {
-    case JobKind::kPooled: {
-      EmbedOptions raw;
-      raw.normalize = false;  // routes normalise per request (their `normalize` field)
-      rows = engine.embed(inputs, raw);
-      return;
-    }
-    case JobKind::kHidden:
-      hidden = engine.hidden_states(inputs);
-      return;
-    case JobKind::kScores:
-      rows = engine.score(inputs);
-      return;
+  case JobKind::kPooled: {
+    EmbedOptions raw;
+    raw.normalize =
+        false; // routes normalise per request (their `normalize` field)
+    rows = engine.embed(inputs, raw);
+    return;
+  }
+  case JobKind::kHidden:
+    hidden = engine.hidden_states(inputs);
+    return;
+  case JobKind::kScores:
+    rows = engine.score(inputs);
+    return;
   }
 }
 
-}  // namespace
+} // namespace
 
-Batcher::Batcher(Engine& engine, std::size_t max_batch_tokens, std::size_t max_batch_requests,
-                 Metrics& metrics)
-    : engine_(engine),
-      max_tokens_(std::max<std::size_t>(max_batch_tokens, 1)),
-      max_requests_(max_batch_requests),
-      metrics_(metrics),
+Batcher::Batcher(Engine &engine, std::size_t max_batch_tokens,
+                 std::size_t max_batch_requests, Metrics &metrics)
+    : engine_(engine), max_tokens_(std::max<std::size_t>(max_batch_tokens, 1)),
+      max_requests_(max_batch_requests), metrics_(metrics),
       thread_([this] { loop(); }) {}
 
 Batcher::~Batcher() { stop(); }
 
-std::future<void> Batcher::submit(const std::shared_ptr<Job>& job) {
+std::future<void> Batcher::submit(const std::shared_ptr<Job> &job) {
   auto fut = job->done.get_future();
   job->queued_at = Job::Clock::now();
   {
@@ -52,6 +54,8 @@ std::future<void> Batcher::submit(const std::shared_ptr<Job>& job) {
       job->error = "the server is shutting down";
       job->finished = true;
       job->done.set_value();
+      if (job->on_done)
+        job->on_done();
       return fut;
     }
     queue_.push_back(job);
@@ -67,37 +71,59 @@ void Batcher::stop() {
     stopping_ = true;
   }
   ready_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable())
+    thread_.join();
 }
 
-void Batcher::finish(Job& job, const std::string& error) {
-  if (job.finished) return;
+void Batcher::cancel_queued(const std::string &why) {
+  std::lock_guard lock(mutex_);
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->started) {
+      ++it;
+      continue;
+    }
+    finish(**it, why);
+    it = queue_.erase(it);
+  }
+  metrics_.set_queue_size(queue_.size());
+}
+
+void Batcher::finish(Job &job, const std::string &error) {
+  if (job.finished)
+    return;
   job.error = error;
   job.finished = true;
   job.done.set_value();
+  if (job.on_done)
+    job.on_done();
 }
 
 void Batcher::loop() {
-  // The device's energy counter at start, where it has one: /metrics reports the energy since.
-  // Read after forward passes, at most every kEnergyPeriod (a read costs tens of microseconds,
-  // a sizeable share of a small request's pass).
+  // The device's energy counter at start, where it has one: /metrics reports
+  // the energy since. Read after forward passes, at most every kEnergyPeriod (a
+  // read costs tens of microseconds, a sizeable share of a small request's
+  // pass).
   constexpr auto kEnergyPeriod = std::chrono::milliseconds(100);
   const std::optional<double> energy_start = engine_.device_energy_joules();
-  if (energy_start) metrics_.set_device_energy(0.0);
+  if (energy_start)
+    metrics_.set_device_energy(0.0);
   auto energy_read = std::chrono::steady_clock::now();
   for (;;) {
     std::vector<Piece> pieces;
     {
       std::unique_lock lock(mutex_);
       ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued has run
+      if (queue_.empty())
+        return; // stopping, and everything queued has run
       pieces = take_pieces(lock);
       metrics_.set_queue_size(queue_.size());
     }
     if (!pieces.empty()) {
       run_pieces(pieces);
-      metrics_.set_cuda_graphs(engine_.cuda_graphs());  // this thread owns the engine
-      if (energy_start && std::chrono::steady_clock::now() - energy_read >= kEnergyPeriod) {
+      metrics_.set_cuda_graphs(
+          engine_.cuda_graphs()); // this thread owns the engine
+      if (energy_start &&
+          std::chrono::steady_clock::now() - energy_read >= kEnergyPeriod) {
         energy_read = std::chrono::steady_clock::now();
         if (const std::optional<double> joules = engine_.device_energy_joules())
           metrics_.set_device_energy(*joules - *energy_start);
@@ -106,16 +132,17 @@ void Batcher::loop() {
   }
 }
 
-// Packs from the head of the queue: jobs of the head's kind, in order, until the token or
-// sequence budget is full. Called with the lock held.
-std::vector<Batcher::Piece> Batcher::take_pieces(std::unique_lock<std::mutex>&) {
+// Packs from the head of the queue: jobs of the head's kind, in order, until
+// the token or sequence budget is full. Called with the lock held.
+std::vector<Batcher::Piece>
+Batcher::take_pieces(std::unique_lock<std::mutex> &) {
   std::vector<Piece> pieces;
   std::size_t tokens = 0, sequences = 0;
   JobKind kind = queue_.front()->kind;
   auto it = queue_.begin();
   while (it != queue_.end()) {
-    const std::shared_ptr<Job>& job = *it;
-    if (job->finished) {  // failed in an earlier pass while partly done
+    const std::shared_ptr<Job> &job = *it;
+    if (job->finished) { // failed in an earlier pass while partly done
       it = queue_.erase(it);
       continue;
     }
@@ -125,14 +152,19 @@ std::vector<Batcher::Piece> Batcher::take_pieces(std::unique_lock<std::mutex>&) 
       it = queue_.erase(it);
       continue;
     }
-    if (pieces.empty()) kind = job->kind;
-    if (job->kind != kind) break;  // the next pass starts with it: order is kept
+    if (pieces.empty())
+      kind = job->kind;
+    if (job->kind != kind)
+      break; // the next pass starts with it: order is kept
     Piece piece{job, job->next_input, 0};
     while (job->next_input < job->inputs.size()) {
       const std::size_t n = job->inputs[job->next_input].ids.size();
-      const bool budget_full = tokens + n > max_tokens_ || (max_requests_ && sequences + 1 > max_requests_);
-      // The first input of a pass always goes in: the engine sizes its scratch for a whole sequence.
-      if (budget_full && sequences > 0) break;
+      const bool budget_full = tokens + n > max_tokens_ ||
+                               (max_requests_ && sequences + 1 > max_requests_);
+      // The first input of a pass always goes in: the engine sizes its scratch
+      // for a whole sequence.
+      if (budget_full && sequences > 0)
+        break;
       tokens += n;
       sequences += 1;
       piece.count += 1;
@@ -146,41 +178,47 @@ std::vector<Batcher::Piece> Batcher::take_pieces(std::unique_lock<std::mutex>&) 
       }
       pieces.push_back(piece);
     }
-    if (job->next_input < job->inputs.size()) break;  // the pass is full
+    if (job->next_input < job->inputs.size())
+      break; // the pass is full
     it = queue_.erase(it);
   }
-  if (sequences > 0) metrics_.observe_batch(tokens, sequences);
+  if (sequences > 0)
+    metrics_.observe_batch(tokens, sequences);
   return pieces;
 }
 
-void Batcher::run_pieces(std::vector<Piece>& pieces) {
+void Batcher::run_pieces(std::vector<Piece> &pieces) {
   const JobKind kind = pieces.front().job->kind;
   try {
     run_one_pass(kind, pieces);
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     if (pieces.size() == 1) {
       finish(*pieces.front().job, e.what());
       return;
     }
-    // Re-run job by job: the failure belongs to one of them, not to the whole pass.
-    for (Piece& p : pieces) {
+    // Re-run job by job: the failure belongs to one of them, not to the whole
+    // pass.
+    for (Piece &p : pieces) {
       std::vector<Piece> alone{p};
       try {
         run_one_pass(kind, alone);
-      } catch (const std::exception& e2) {
+      } catch (const std::exception &e2) {
         finish(*p.job, e2.what());
       }
     }
   }
 }
 
-void Batcher::run_one_pass(JobKind kind, std::vector<Piece>& pieces) {
+void Batcher::run_one_pass(JobKind kind, std::vector<Piece> &pieces) {
   std::vector<TokenInput> inputs;
-  for (const Piece& p : pieces) {
-    if (p.job->finished) continue;
-    for (std::size_t i = 0; i < p.count; ++i) inputs.push_back(p.job->inputs[p.first + i]);
+  for (const Piece &p : pieces) {
+    if (p.job->finished)
+      continue;
+    for (std::size_t i = 0; i < p.count; ++i)
+      inputs.push_back(p.job->inputs[p.first + i]);
   }
-  if (inputs.empty()) return;
+  if (inputs.empty())
+    return;
   const auto start = Job::Clock::now();
   Matrix rows;
   std::vector<Matrix> hidden;
@@ -188,20 +226,26 @@ void Batcher::run_one_pass(JobKind kind, std::vector<Piece>& pieces) {
   const double ms = ms_since(start);
   metrics_.observe_inference(ms / 1000.0);
   std::size_t at = 0;
-  for (Piece& p : pieces) {
-    Job& job = *p.job;
-    if (job.finished) continue;
+  for (Piece &p : pieces) {
+    Job &job = *p.job;
+    if (job.finished)
+      continue;
     if (kind == JobKind::kHidden) {
-      if (job.hidden.empty()) job.hidden.resize(job.inputs.size());
-      for (std::size_t i = 0; i < p.count; ++i) job.hidden[p.first + i] = std::move(hidden[at + i]);
+      if (job.hidden.empty())
+        job.hidden.resize(job.inputs.size());
+      for (std::size_t i = 0; i < p.count; ++i)
+        job.hidden[p.first + i] = std::move(hidden[at + i]);
     } else {
-      if (job.rows.rows == 0) job.rows = Matrix(job.inputs.size(), rows.cols);
-      std::copy(rows.row(at), rows.row(at) + p.count * rows.cols, job.rows.row(p.first));
+      if (job.rows.rows == 0)
+        job.rows = Matrix(job.inputs.size(), rows.cols);
+      std::copy(rows.row(at), rows.row(at) + p.count * rows.cols,
+                job.rows.row(p.first));
     }
     at += p.count;
     job.inference_ms += ms;
-    if (p.first + p.count == job.inputs.size()) finish(job, "");
+    if (p.first + p.count == job.inputs.size())
+      finish(job, "");
   }
 }
 
-}  // namespace il::server
+} // namespace il::server

@@ -1,9 +1,11 @@
-// The inference queue. One thread owns the Engine (it is not thread-safe for compute) and
-// packs queued jobs into ragged forward passes of at most --max-batch-tokens real tokens and
-// --max-batch-requests sequences. A job larger than one pass is split across passes (its later
-// inputs wait at the head of the queue while others may join the pass); a job whose client
-// went away before its first pass is dropped; a pass that fails is re-run job by job so that
-// only the job that caused the failure sees it.
+// The inference queue. One thread owns the Engine (it is not thread-safe for
+// compute) and packs queued jobs into ragged forward passes of at most
+// --max-batch-tokens real tokens and
+// --max-batch-requests sequences. A job larger than one pass is split across
+// passes (its later inputs wait at the head of the queue while others may join
+// the pass); a job whose client went away before its first pass is dropped; a
+// pass that fails is re-run job by job so that only the job that caused the
+// failure sees it.
 #pragma once
 
 #include <chrono>
@@ -24,9 +26,10 @@
 namespace il::server {
 
 enum class JobKind {
-  kPooled,  // raw pooled embedding (not normalised, every dimension): routes post-process it
-  kHidden,  // final hidden states per token
-  kScores,  // cross-encoder logits
+  kPooled, // raw pooled embedding (not normalised, every dimension): routes
+           // post-process it
+  kHidden, // final hidden states per token
+  kScores, // cross-encoder logits
 };
 
 struct Job {
@@ -34,14 +37,16 @@ struct Job {
 
   JobKind kind = JobKind::kPooled;
   std::vector<TokenInput> inputs;
-  std::function<bool()> client_gone;  // may be empty
+  std::function<bool()> client_gone; // may be empty
+  std::function<void()>
+      on_done; // may be empty; runs on the inference thread when finished
 
   // Results (valid once the future is ready and error is empty).
-  Matrix rows;                  // kPooled / kScores: one row per input
-  std::vector<Matrix> hidden;   // kHidden
-  std::string error;            // why the job failed
-  double queue_ms = 0.0;        // queued → first pass started
-  double inference_ms = 0.0;    // time of the passes that carried this job
+  Matrix rows;                // kPooled / kScores: one row per input
+  std::vector<Matrix> hidden; // kHidden
+  std::string error;          // why the job failed
+  double queue_ms = 0.0;      // queued → first pass started
+  double inference_ms = 0.0;  // time of the passes that carried this job
 
   // Inference-thread state.
   Clock::time_point queued_at;
@@ -52,19 +57,23 @@ struct Job {
 };
 
 class Batcher {
- public:
-  Batcher(Engine& engine, std::size_t max_batch_tokens, std::size_t max_batch_requests,
-          Metrics& metrics);
+public:
+  Batcher(Engine &engine, std::size_t max_batch_tokens,
+          std::size_t max_batch_requests, Metrics &metrics);
   ~Batcher();
-  Batcher(const Batcher&) = delete;
-  Batcher& operator=(const Batcher&) = delete;
+  Batcher(const Batcher &) = delete;
+  Batcher &operator=(const Batcher &) = delete;
 
-  // Queues the job; the future is ready when it finished or failed (see Job::error).
-  std::future<void> submit(const std::shared_ptr<Job>& job);
+  // Queues the job; the future is ready (and on_done has run) when it finished
+  // or failed (see Job::error).
+  std::future<void> submit(const std::shared_ptr<Job> &job);
   // Runs what is queued, then stops the thread. Idempotent.
   void stop();
+  // Fails every queued job that has not started with `why` (a shutdown that
+  // cannot wait).
+  void cancel_queued(const std::string &why);
 
- private:
+private:
   struct Piece {
     std::shared_ptr<Job> job;
     std::size_t first = 0;
@@ -72,15 +81,15 @@ class Batcher {
   };
 
   void loop();
-  std::vector<Piece> take_pieces(std::unique_lock<std::mutex>& lock);
-  void run_pieces(std::vector<Piece>& pieces);
-  void run_one_pass(JobKind kind, std::vector<Piece>& pieces);
-  void finish(Job& job, const std::string& error);
+  std::vector<Piece> take_pieces(std::unique_lock<std::mutex> &lock);
+  void run_pieces(std::vector<Piece> &pieces);
+  void run_one_pass(JobKind kind, std::vector<Piece> &pieces);
+  void finish(Job &job, const std::string &error);
 
-  Engine& engine_;
+  Engine &engine_;
   std::size_t max_tokens_;
   std::size_t max_requests_;
-  Metrics& metrics_;
+  Metrics &metrics_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::shared_ptr<Job>> queue_;
@@ -88,4 +97,4 @@ class Batcher {
   std::thread thread_;
 };
 
-}  // namespace il::server
+} // namespace il::server

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "inferencelayer/engine.h"
 #include "server/batcher.h"
+#include "server/http_message.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 #include "server/worker_pool.h"
@@ -37,7 +37,7 @@ struct Timings {
 };
 
 // The body as a JSON object; 422 naming the problem otherwise.
-nlohmann::json parse_body(const httplib::Request& req);
+nlohmann::json parse_body(const HttpRequest& req);
 
 // Optional typed fields: absent or null gives the default; a wrong type is a 422 naming the field.
 bool get_bool(const nlohmann::json& body, const char* field, bool fallback);
@@ -65,19 +65,19 @@ struct TextOptions {
 };
 TextOptions text_options(const nlohmann::json& body, const Context& ctx, bool with_prompt);
 
-// Tokenizes on the workers (422 naming the input on failure) or checks token ids (vocabulary,
-// length: cut when truncating, 422 otherwise).
+// Tokenizes (on the calling worker; 422 naming the input on failure) or checks token ids
+// (vocabulary, length: cut when truncating, 422 otherwise).
 std::vector<TokenInput> to_token_inputs(Context& ctx, const Inputs& inputs, const TextOptions& options,
                                         Timings& timings);
 std::vector<TokenInput> tokenize_pairs(Context& ctx, const std::string& query,
                                        const std::vector<std::string>& texts, const TokenizeOptions& options,
                                        Timings& timings);
 
-// Runs the inputs on the inference thread and waits. Failures become ApiError.
-std::shared_ptr<Job> run_job(Context& ctx, JobKind kind, std::vector<TokenInput> inputs,
-                             const httplib::Request& req, Timings& timings);
+void set_timing_headers(HttpResponse& res, const Timings& timings, const std::string& device);
 
-void set_timing_headers(httplib::Response& res, const Timings& timings, const std::string& device);
+// 500 naming the first row holding NaN or infinity: JSON cannot carry them, and a vector of
+// nulls would pass for an answer.
+void check_finite_rows(const Matrix& rows);
 
 // 424 unless the loaded model is of this kind.
 void require_embedding_model(const Context& ctx);

@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include "server/http_server.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -92,6 +94,16 @@ std::string Metrics::render() const {
   out += "# HELP il_dropped_count Queued requests dropped because their client disconnected.\n"
          "# TYPE il_dropped_count counter\n";
   out += "il_dropped_count " + std::to_string(dropped_.load()) + "\n";
+  if (http_ != nullptr) {
+    out += "# HELP il_http_connections Open HTTP connections.\n# TYPE il_http_connections gauge\n";
+    out += "il_http_connections " + std::to_string(http_->open.load()) + "\n";
+    out += "# HELP il_http_connections_refused_total Connections answered 503 over --max-connections.\n"
+           "# TYPE il_http_connections_refused_total counter\n";
+    out += "il_http_connections_refused_total " + std::to_string(http_->refused.load()) + "\n";
+    out += "# HELP il_http_timeouts_total Connections closed for a head, body or write timeout.\n"
+           "# TYPE il_http_timeouts_total counter\n";
+    out += "il_http_timeouts_total " + std::to_string(http_->timed_out.load()) + "\n";
+  }
   batch_tokens_.render(out, "il_batch_tokens", "Real (unpadded) tokens per forward pass.");
   batch_sequences_.render(out, "il_batch_sequences", "Sequences per forward pass.");
   tokenization_.render(out, "il_request_tokenization_duration_seconds", "Tokenization time per request.");

@@ -13,6 +13,8 @@
 
 namespace il::server {
 
+struct HttpCounters;
+
 // A fixed-bucket histogram (cumulative counts are computed when rendered).
 class Histogram {
  public:
@@ -45,6 +47,9 @@ class Metrics {
   void count_dropped() { dropped_.fetch_add(1); }
   void add_in_flight(int delta) { in_flight_.fetch_add(delta); }
 
+  // The transport's connection counters, rendered with the rest (not owned).
+  void set_http_counters(const HttpCounters* counters) { http_ = counters; }
+
   std::string render() const;
 
  private:
@@ -57,6 +62,7 @@ class Metrics {
   std::atomic<int> in_flight_{0};
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> dropped_{0};
+  const HttpCounters* http_ = nullptr;
 };
 
 }  // namespace il::server

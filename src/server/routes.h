@@ -1,18 +1,35 @@
 // One file per route family registers its routes through a Router, which wraps each handler
 // with what every route shares: authentication and the concurrency limit (compute routes),
 // error bodies, timing headers, metrics.
+//
+// A handler runs on a tokenization worker: it reads the body, checks and tokenizes the inputs,
+// and either answers at once or returns a ModelCall: the inputs for the inference thread and how
+// to answer from the results (run on a worker afterwards). No thread waits for the model.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
-#include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "server/context.h"
+#include "server/http_message.h"
 
 namespace il::server {
 
-using Handler = std::function<void(const httplib::Request&, httplib::Response&, Timings&)>;
+struct ModelCall {
+  JobKind kind = JobKind::kPooled;
+  std::vector<TokenInput> inputs;
+  // Called with the finished job (its error empty); throws ApiError for an answer other than 200.
+  std::function<void(Job&, HttpResponse&, Timings&)> answer;
+  // A failed job is answered with this status and type, the message prefixed.
+  int failure_status = 500;
+  std::string failure_type = "Backend";
+  std::string failure_prefix;
+};
+
+using Handler = std::function<std::optional<ModelCall>(const HttpRequest&, HttpResponse&, Timings&)>;
 
 enum class Method { kGet, kPost };
 
@@ -35,8 +52,6 @@ std::vector<float> finish_embedding(const float* raw, std::size_t width, std::si
 // `dimensions` of a request: 0 when absent; 422 when 0 or wider than the model's output.
 std::size_t requested_dimensions(const nlohmann::json& body, const Context& ctx);
 
-inline void reply_json(httplib::Response& res, std::string body) {
-  res.set_content(std::move(body), "application/json");
-}
+inline void reply_json(HttpResponse& res, std::string body) { res.json(std::move(body)); }
 
 }  // namespace il::server

@@ -1,5 +1,5 @@
-// TEI's embedding routes: /embed (pooled vectors), /embed_all (one vector per token),
-// /similarity (cosine of a source sentence with others).
+// TEI's embedding routes: /embed (pooled vectors), /embed_all (one vector per
+// token), /similarity (cosine of a source sentence with others).
 #include <cmath>
 
 #include "core/float_format.h"
@@ -11,7 +11,7 @@ namespace {
 
 using json = nlohmann::json;
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+double cosine(const std::vector<float> &a, const std::vector<float> &b) {
   double ab = 0, aa = 0, bb = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     ab += static_cast<double>(a[i]) * b[i];
@@ -21,102 +21,140 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return (aa > 0 && bb > 0) ? ab / std::sqrt(aa * bb) : 0.0;
 }
 
-void embed(Context& ctx, const httplib::Request& req, httplib::Response& res, Timings& t) {
+std::optional<ModelCall> embed(Context &ctx, const HttpRequest &req,
+                               Timings &t) {
   require_embedding_model(ctx);
   const json body = parse_body(req);
   const Inputs inputs = parse_inputs(body, "inputs", ctx);
   const bool normalize = get_bool(body, "normalize", true);
   const std::size_t dims = requested_dimensions(body, ctx);
   const TextOptions options = text_options(body, ctx, true);
-  auto job = run_job(ctx, JobKind::kPooled, to_token_inputs(ctx, inputs, options, t), req, t);
-  std::string out = "[";
-  for (std::size_t r = 0; r < job->rows.rows; ++r) {
-    if (r) out += ',';
-    const auto v = finish_embedding(job->rows.row(r), job->rows.cols, dims, normalize);
-    append_floats(out, v.data(), v.size());
-  }
-  out += ']';
-  reply_json(res, std::move(out));
+  return ModelCall{JobKind::kPooled, to_token_inputs(ctx, inputs, options, t),
+                   [=](Job &job, HttpResponse &res, Timings &) {
+                     check_finite_rows(job.rows);
+                     std::string out = "[";
+                     for (std::size_t r = 0; r < job.rows.rows; ++r) {
+                       if (r)
+                         out += ',';
+                       const auto v = finish_embedding(
+                           job.rows.row(r), job.rows.cols, dims, normalize);
+                       append_floats(out, v.data(), v.size());
+                     }
+                     out += ']';
+                     reply_json(res, std::move(out));
+                   }};
 }
 
-void embed_all(Context& ctx, const httplib::Request& req, httplib::Response& res, Timings& t) {
+std::optional<ModelCall> embed_all(Context &ctx, const HttpRequest &req,
+                                   Timings &t) {
   require_embedding_model(ctx);
   const json body = parse_body(req);
   const Inputs inputs = parse_inputs(body, "inputs", ctx);
   const TextOptions options = text_options(body, ctx, true);
-  auto job = run_job(ctx, JobKind::kHidden, to_token_inputs(ctx, inputs, options, t), req, t);
-  std::string out = "[";
-  for (std::size_t i = 0; i < job->hidden.size(); ++i) {
-    if (i) out += ',';
-    out += '[';
-    const Matrix& m = job->hidden[i];
-    for (std::size_t r = 0; r < m.rows; ++r) {
-      if (r) out += ',';
-      append_floats(out, m.row(r), m.cols);
-    }
-    out += ']';
-  }
-  out += ']';
-  reply_json(res, std::move(out));
+  return ModelCall{JobKind::kHidden, to_token_inputs(ctx, inputs, options, t),
+                   [](Job &job, HttpResponse &res, Timings &) {
+                     for (const Matrix &m : job.hidden)
+                       check_finite_rows(m);
+                     std::string out = "[";
+                     for (std::size_t i = 0; i < job.hidden.size(); ++i) {
+                       if (i)
+                         out += ',';
+                       out += '[';
+                       const Matrix &m = job.hidden[i];
+                       for (std::size_t r = 0; r < m.rows; ++r) {
+                         if (r)
+                           out += ',';
+                         append_floats(out, m.row(r), m.cols);
+                       }
+                       out += ']';
+                     }
+                     out += ']';
+                     reply_json(res, std::move(out));
+                   }};
 }
 
-void similarity(Context& ctx, const httplib::Request& req, httplib::Response& res, Timings& t) {
+std::optional<ModelCall> similarity(Context &ctx, const HttpRequest &req,
+                                    Timings &t) {
   require_embedding_model(ctx);
   const json body = parse_body(req);
   const auto it = body.find("inputs");
   if (it == body.end() || !it->is_object())
-    throw validation_error("'inputs' must be an object {\"source_sentence\": ..., \"sentences\": [...]}");
+    throw validation_error("'inputs' must be an object {\"source_sentence\": "
+                           "..., \"sentences\": [...]}");
   Inputs inputs;
   inputs.texts.push_back(require_string(*it, "source_sentence"));
-  for (std::string& s : require_strings(*it, "sentences")) inputs.texts.push_back(std::move(s));
+  for (std::string &s : require_strings(*it, "sentences"))
+    inputs.texts.push_back(std::move(s));
   if (inputs.texts.size() - 1 > ctx.options.max_client_batch_size)
-    throw validation_error("'sentences' holds more than the " + std::to_string(ctx.options.max_client_batch_size) +
+    throw validation_error("'sentences' holds more than the " +
+                           std::to_string(ctx.options.max_client_batch_size) +
                            " inputs allowed (--max-client-batch-size)");
   for (std::size_t i = 0; i < inputs.texts.size(); ++i)
-    if (inputs.texts[i].empty()) throw validation_error(i == 0 ? "'source_sentence' is empty" : "a sentence is empty");
+    if (inputs.texts[i].empty())
+      throw validation_error(i == 0 ? "'source_sentence' is empty"
+                                    : "a sentence is empty");
   const TextOptions options = text_options(body, ctx, true);
-  auto job = run_job(ctx, JobKind::kPooled, to_token_inputs(ctx, inputs, options, t), req, t);
-  const auto source = finish_embedding(job->rows.row(0), job->rows.cols, 0, false);
-  std::string out = "[";
-  for (std::size_t r = 1; r < job->rows.rows; ++r) {
-    if (r > 1) out += ',';
-    append_float(out, static_cast<float>(cosine(source, finish_embedding(job->rows.row(r), job->rows.cols, 0, false))));
-  }
-  out += ']';
-  reply_json(res, std::move(out));
+  return ModelCall{
+      JobKind::kPooled, to_token_inputs(ctx, inputs, options, t),
+      [](Job &job, HttpResponse &res, Timings &) {
+        check_finite_rows(job.rows);
+        const auto source =
+            finish_embedding(job.rows.row(0), job.rows.cols, 0, false);
+        std::string out = "[";
+        for (std::size_t r = 1; r < job.rows.rows; ++r) {
+          if (r > 1)
+            out += ',';
+          append_float(out,
+                       static_cast<float>(cosine(
+                           source, finish_embedding(job.rows.row(r),
+                                                    job.rows.cols, 0, false))));
+        }
+        out += ']';
+        reply_json(res, std::move(out));
+      }};
 }
 
-}  // namespace
+} // namespace
 
-std::vector<float> finish_embedding(const float* raw, std::size_t width, std::size_t dims, bool normalize) {
+std::vector<float> finish_embedding(const float *raw, std::size_t width,
+                                    std::size_t dims, bool normalize) {
   const std::size_t n = dims ? dims : width;
   std::vector<float> v(raw, raw + n);
   if (normalize) {
     double sq = 0.0;
-    for (float x : v) sq += static_cast<double>(x) * x;
+    for (float x : v)
+      sq += static_cast<double>(x) * x;
     if (sq > 0.0)
-      for (float& x : v) x = static_cast<float>(x / std::sqrt(sq));
+      for (float &x : v)
+        x = static_cast<float>(x / std::sqrt(sq));
   }
   return v;
 }
 
-std::size_t requested_dimensions(const json& body, const Context& ctx) {
+std::size_t requested_dimensions(const json &body, const Context &ctx) {
   const auto it = body.find("dimensions");
-  if (it == body.end() || it->is_null()) return 0;
+  if (it == body.end() || it->is_null())
+    return 0;
   const auto width = static_cast<std::size_t>(ctx.engine.info().output_dim);
   if (!it->is_number_integer() || it->get<std::int64_t>() <= 0)
     throw validation_error("'dimensions' must be a positive integer");
   const auto dims = it->get<std::size_t>();
   if (dims > width)
-    throw validation_error("'dimensions' " + std::to_string(dims) + " is larger than the embedding size " +
+    throw validation_error("'dimensions' " + std::to_string(dims) +
+                           " is larger than the embedding size " +
                            std::to_string(width));
   return dims;
 }
 
-void add_embed_routes(Router& router, Context& ctx) {
-  router.add(Method::kPost, "/embed", true, [&ctx](auto& req, auto& res, auto& t) { embed(ctx, req, res, t); });
-  router.add(Method::kPost, "/embed_all", true, [&ctx](auto& req, auto& res, auto& t) { embed_all(ctx, req, res, t); });
-  router.add(Method::kPost, "/similarity", true, [&ctx](auto& req, auto& res, auto& t) { similarity(ctx, req, res, t); });
+void add_embed_routes(Router &router, Context &ctx) {
+  router.add(Method::kPost, "/embed", true,
+             [&ctx](auto &req, auto &, auto &t) { return embed(ctx, req, t); });
+  router.add(
+      Method::kPost, "/embed_all", true,
+      [&ctx](auto &req, auto &, auto &t) { return embed_all(ctx, req, t); });
+  router.add(
+      Method::kPost, "/similarity", true,
+      [&ctx](auto &req, auto &, auto &t) { return similarity(ctx, req, t); });
 }
 
-}  // namespace il::server
+} // namespace il::server

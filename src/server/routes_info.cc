@@ -1,5 +1,6 @@
-// GET /info (TEI's shape), /health (a one-sequence forward pass on the inference thread, so a
-// wedged or broken engine answers 503), /metrics (Prometheus text).
+// GET /info (TEI's shape), /health (a one-sequence forward pass on the
+// inference thread, so a wedged or broken engine answers 503), /metrics
+// (Prometheus text).
 #include <exception>
 
 #include "server/api_error.h"
@@ -10,29 +11,33 @@ namespace {
 
 using json = nlohmann::json;
 
-json model_type(const ModelInfo& info) {
+json model_type(const ModelInfo &info) {
   if (info.kind == ModelKind::kEmbedding)
-    return {{"embedding", {{"pooling", std::string(pooling_name(info.pooling))}}}};
+    return {
+        {"embedding", {{"pooling", std::string(pooling_name(info.pooling))}}}};
   json id2label = json::object(), label2id = json::object();
   for (std::size_t i = 0; i < info.labels.size(); ++i) {
     id2label[std::to_string(i)] = info.labels[i];
     label2id[info.labels[i]] = i;
   }
-  const char* kind = info.num_labels == 1 ? "reranker" : "classifier";
+  const char *kind = info.num_labels == 1 ? "reranker" : "classifier";
   return {{kind, {{"id2label", id2label}, {"label2id", label2id}}}};
 }
 
-void info(Context& ctx, const httplib::Request&, httplib::Response& res, Timings&) {
-  const ModelInfo& m = ctx.engine.info();
-  const ServeOptions& o = ctx.options;
+std::optional<ModelCall> info(Context &ctx, HttpResponse &res) {
+  const ModelInfo &m = ctx.engine.info();
+  const ServeOptions &o = ctx.options;
   json out{{"model_id", ctx.model_name},
            {"model_sha", nullptr},
-           {"model_dtype", m.compute_dtype == "f16" ? "float16" : m.compute_dtype == "bf16" ? "bfloat16" : "float32"},
+           {"model_dtype", m.compute_dtype == "f16"    ? "float16"
+                           : m.compute_dtype == "bf16" ? "bfloat16"
+                                                       : "float32"},
            {"model_type", model_type(m)},
            {"max_concurrent_requests", o.max_concurrent_requests},
            {"max_input_length", m.max_tokens},
            {"max_batch_tokens", o.max_batch_tokens},
-           {"max_batch_requests", o.max_batch_requests ? json(o.max_batch_requests) : json(nullptr)},
+           {"max_batch_requests",
+            o.max_batch_requests ? json(o.max_batch_requests) : json(nullptr)},
            {"max_client_batch_size", o.max_client_batch_size},
            {"auto_truncate", o.auto_truncate},
            {"tokenization_workers", ctx.tokenizers.size()},
@@ -45,32 +50,41 @@ void info(Context& ctx, const httplib::Request&, httplib::Response& res, Timings
            {"prompts", m.prompts},
            {"include_prompt", m.include_prompt}};
   reply_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));
+  return std::nullopt;
 }
 
-void health(Context& ctx, const httplib::Request& req, httplib::Response& res, Timings& t) {
-  // Token ids 0 and 1 exist in every vocabulary; no tokenizer is involved, so the answer
-  // speaks for the engine and the inference thread alone.
+std::optional<ModelCall> health(Context &ctx) {
+  // Token ids 0 and 1 exist in every vocabulary; no tokenizer is involved, so
+  // the answer speaks for the engine and the inference thread alone.
   TokenInput probe;
   probe.ids = {0, 1 < ctx.engine.info().vocab ? 1 : 0};
-  const JobKind kind = ctx.engine.info().kind == ModelKind::kEmbedding ? JobKind::kPooled : JobKind::kScores;
-  try {
-    run_job(ctx, kind, {probe}, req, t);
-  } catch (const std::exception& e) {
-    throw ApiError(503, "Unhealthy", std::string("the model failed a forward pass: ") + e.what());
-  }
-  res.status = 200;
+  ModelCall call;
+  call.kind = ctx.engine.info().kind == ModelKind::kEmbedding
+                  ? JobKind::kPooled
+                  : JobKind::kScores;
+  call.inputs = {probe};
+  call.answer = [](Job &, HttpResponse &res, Timings &) { res.status = 200; };
+  call.failure_status = 503;
+  call.failure_type = "Unhealthy";
+  call.failure_prefix = "the model failed a forward pass: ";
+  return call;
 }
 
-void metrics(Context& ctx, const httplib::Request&, httplib::Response& res, Timings&) {
-  res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
+std::optional<ModelCall> metrics(Context &ctx, HttpResponse &res) {
+  res.content_type = "text/plain; version=0.0.4";
+  res.body = ctx.metrics.render();
+  return std::nullopt;
 }
 
-}  // namespace
+} // namespace
 
-void add_info_routes(Router& router, Context& ctx) {
-  router.add(Method::kGet, "/info", false, [&ctx](auto& req, auto& res, auto& t) { info(ctx, req, res, t); });
-  router.add(Method::kGet, "/health", false, [&ctx](auto& req, auto& res, auto& t) { health(ctx, req, res, t); });
-  router.add(Method::kGet, "/metrics", false, [&ctx](auto& req, auto& res, auto& t) { metrics(ctx, req, res, t); });
+void add_info_routes(Router &router, Context &ctx) {
+  router.add(Method::kGet, "/info", false,
+             [&ctx](auto &, auto &res, auto &) { return info(ctx, res); });
+  router.add(Method::kGet, "/health", false,
+             [&ctx](auto &, auto &, auto &) { return health(ctx); });
+  router.add(Method::kGet, "/metrics", false,
+             [&ctx](auto &, auto &res, auto &) { return metrics(ctx, res); });
 }
 
-}  // namespace il::server
+} // namespace il::server

@@ -19,6 +19,12 @@ struct ServeOptions {
   std::size_t max_client_batch_size = 32;    // inputs of one request
   std::size_t payload_limit = 2'000'000;     // request body bytes; over this: 413
   int keep_alive_timeout = 5;                // seconds an idle connection stays open
+  int header_timeout = 10;                   // seconds from a request's first byte to its last header
+  int request_timeout = 30;                  // seconds for a request body, and for each answer write
+  std::size_t max_connections = 16384;       // open at once; more: 503 and closed
+  int shutdown_timeout = 30;                 // seconds SIGTERM waits for answers before closing all
+  bool reuse_port = false;                   // SO_REUSEPORT: share the port with other servers
+  std::size_t http_threads = 1;              // event-loop threads (connections, reads, writes)
   bool auto_truncate = false;                // default of the `truncate` request field
   std::string device = "auto";
   std::string dtype = "auto";                // f32, f16, bf16 or auto (see EngineOptions)

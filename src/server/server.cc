@@ -2,24 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <filesystem>
+#include <map>
+#include <new>
 #include <thread>
 #include <vector>
-
-#include <dirent.h>
-#include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/batcher.h"
-#include "server/connection_pool.h"
 #include "server/context.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/routes.h"
 #include "server/worker_pool.h"
@@ -27,99 +20,99 @@
 namespace il::server {
 namespace {
 
-constexpr std::size_t kReserveHttpThreads = 16;
-// Beyond this many requests in flight, connections wait for a thread rather than each getting
-// one (and an 8 MiB stack reservation): a limit that high is a mistake more likely than a need.
-constexpr std::size_t kMaxHttpThreads = 4096;
-constexpr std::chrono::milliseconds kHttpThreadIdleExit{30'000};
-
-// The local port of a TCP socket, or -1 for anything else.
-int tcp_local_port(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  int type = 0;
-  socklen_t type_len = sizeof type;
-  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM) return -1;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return -1;
-  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
-  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
-  return -1;
-}
-
-// After the listener has stopped: ends the reading side of every connection accepted on `port`.
-// A connection thread idling in httplib's keep-alive wait (up to 5 s, and httplib 0.11 looks at
-// the stop flag only between requests) then sees end-of-file at once and closes; a request whose
-// handler is running still writes its whole answer, as only reading is shut. Accepted sockets
-// are the process's TCP sockets whose local port is the listening one (/proc/self/fd).
-void end_reading_of_connections(int port) {
-  if (port <= 0) return;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return;
-  std::vector<int> fds;
-  while (const dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end != e->d_name && *end == '\0' && fd != dirfd(dir)) fds.push_back(static_cast<int>(fd));
-  }
-  closedir(dir);
-  for (int fd : fds)
-    if (tcp_local_port(fd) == port) ::shutdown(fd, SHUT_RD);
-}
+using Clock = std::chrono::steady_clock;
 
 std::size_t or_hardware(std::size_t n) {
   return n ? n : std::max(1u, std::thread::hardware_concurrency());
 }
 
-std::string default_model_name(const ServeOptions& o) {
-  if (!o.served_model_name.empty()) return o.served_model_name;
+std::string default_model_name(const ServeOptions &o) {
+  if (!o.served_model_name.empty())
+    return o.served_model_name;
   std::filesystem::path p(o.model.empty() ? o.config : o.model);
-  if (p.extension() == ".json") return p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string();
-  if (!p.has_filename()) p = p.parent_path();
+  if (p.extension() == ".json")
+    return p.stem() == "config" ? p.parent_path().filename().string()
+                                : p.stem().string();
+  if (!p.has_filename())
+    p = p.parent_path();
   return p.filename().string();
 }
 
-void send_error(httplib::Response& res, int status, const std::string& type, const std::string& message) {
-  res.status = status;
-  res.set_content(error_body(message, type), "application/json");
+HttpOptions http_options(const ServeOptions &o) {
+  HttpOptions h;
+  h.host = o.host;
+  h.port = o.port;
+  h.reuse_port = o.reuse_port;
+  h.io_threads = o.http_threads;
+  h.limits.body_bytes = o.payload_limit;
+  h.limits.idle_timeout = std::chrono::seconds(o.keep_alive_timeout);
+  h.limits.header_timeout = std::chrono::seconds(o.header_timeout);
+  h.limits.body_timeout = std::chrono::seconds(o.request_timeout);
+  h.limits.max_connections = o.max_connections;
+  return h;
 }
 
-}  // namespace
+HttpResponse error_response(int status, const std::string &type,
+                            const std::string &message) {
+  HttpResponse res;
+  res.status = status;
+  res.json(error_body(message, type));
+  return res;
+}
 
-struct Server::Impl final : Router {
-  Impl(const ServeOptions& o, std::unique_ptr<Engine> e)
-      : options(o),
-        engine(std::move(e)),
+std::string media_type(const std::string &content_type) {
+  std::string t = content_type.substr(0, content_type.find(';'));
+  t.erase(0, t.find_first_not_of(" \t"));
+  t.erase(t.find_last_not_of(" \t") + 1);
+  std::transform(t.begin(), t.end(), t.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return t;
+}
+
+// As axum's Json extractor (TEI): application/json, or a +json type.
+bool is_json(const std::string &content_type) {
+  const std::string t = media_type(content_type);
+  return t == "application/json" ||
+         (t.starts_with("application/") && t.ends_with("+json"));
+}
+
+// Compares in a time that does not depend on where the strings differ (an API
+// key is a secret).
+bool same_secret(const std::string &a, const std::string &b) {
+  if (a.size() != b.size())
+    return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+} // namespace
+
+struct Server::Impl final : Router, HttpApp {
+  struct Route {
+    Method method;
+    bool compute;
+    Handler handler;
+  };
+
+  // One request from screening to its answer.
+  struct Exchange {
+    const Route *route = nullptr;
+    std::string path;
+    HttpRequest request;
+    Responder responder;
+    HttpResponse response;
+    Timings timings;
+    Clock::time_point start = Clock::now();
+  };
+
+  Impl(const ServeOptions &o, std::unique_ptr<Engine> e)
+      : options(o), engine(std::move(e)), http(http_options(o), *this),
         tokenizers(or_hardware(o.tokenization_workers)),
         batcher(*engine, o.max_batch_tokens, o.max_batch_requests, metrics),
         ctx{o, *engine, metrics, tokenizers, batcher, default_model_name(o)} {
-    // Connection threads (connection_pool.h): a compute request holds its thread while it waits
-    // for the inference thread, so reaching the concurrency limit takes that many threads, plus
-    // a reserve so that /health, /metrics and the 429s for the excess still find one. The cap is
-    // a bound, not a size: threads start as connections need them and leave after idling a
-    // while, so the working set follows the clients actually connected (see the RSS notes there).
-    const std::size_t http_threads = std::min(o.max_concurrent_requests, kMaxHttpThreads) + kReserveHttpThreads;
-    http.new_task_queue = [http_threads] { return new ConnectionPool(http_threads, kHttpThreadIdleExit); };
-    http.set_payload_max_length(o.payload_limit);
-    // Without it, a small answer can wait for the client's delayed ACK (~40 ms on Linux).
-    http.set_tcp_nodelay(true);
-    // Remember the listening socket: httplib 0.11 listens with a backlog of 5, and a burst of
-    // clients then loses connections (SYN retried after 1 s, then reset); bind() raises it.
-    http.set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
-      listen_fd = sock;
-    });
-    http.set_keep_alive_max_count(1000);
-    http.set_keep_alive_timeout(o.keep_alive_timeout);
-    // Errors httplib answers itself (413 over the payload limit, 404, 400) get our JSON shape.
-    http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      const std::string type = res.status == 413 ? "PayloadTooLarge" : res.status == 404 ? "NotFound" : "Validation";
-      const std::string message = res.status == 413 ? "the request body is larger than the payload limit (--payload-limit)"
-                                  : res.status == 404 ? "no such route"
-                                                      : "bad request";
-      res.set_content(error_body(message, type), "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }));
+    metrics.set_http_counters(&http.counters());
     add_embed_routes(*this, ctx);
     add_openai_routes(*this, ctx);
     add_rerank_routes(*this, ctx);
@@ -127,101 +120,208 @@ struct Server::Impl final : Router {
     add_info_routes(*this, ctx);
   }
 
-  void add(Method method, const std::string& path, bool compute, Handler handler) override {
-    auto wrapped = [this, path, compute, handler = std::move(handler)](const httplib::Request& req,
-                                                                      httplib::Response& res) {
-      const auto start = std::chrono::steady_clock::now();
-      serve(path, compute, handler, req, res);
-      metrics.count_request(path, res.status);
-      metrics.observe_request(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    };
-    if (method == Method::kGet) http.Get(path, wrapped);
-    else http.Post(path, wrapped);
+  void add(Method method, const std::string &path, bool compute,
+           Handler handler) override {
+    routes[path].push_back(Route{method, compute, std::move(handler)});
   }
 
-  bool authorized(const httplib::Request& req) const {
-    if (options.api_key.empty()) return true;
-    return req.get_header_value("Authorization") == "Bearer " + options.api_key;
+  const Route *find_route(const HttpRequest &head) const {
+    const auto it = routes.find(head.path);
+    if (it == routes.end())
+      return nullptr;
+    for (const Route &r : it->second)
+      if ((r.method == Method::kGet && head.method == "GET") ||
+          (r.method == Method::kPost && head.method == "POST"))
+        return &r;
+    return nullptr;
   }
 
-  void serve(const std::string& path, bool compute, const Handler& handler, const httplib::Request& req,
-             httplib::Response& res) {
-    if (compute && !authorized(req)) {
+  bool authorized(const HttpRequest &head) const {
+    if (options.api_key.empty())
+      return true;
+    return same_secret(head.header("Authorization"),
+                       "Bearer " + options.api_key);
+  }
+
+  // Decided on the head alone, before a body byte is read.
+  std::optional<HttpResponse> screen(const HttpRequest &head) override {
+    const auto it = routes.find(head.path);
+    if (it == routes.end())
+      return error_response(404, "NotFound",
+                            "no such route: " + head.path.substr(0, 200));
+    const Route *route = find_route(head);
+    if (route == nullptr) {
+      std::string allow;
+      for (const Route &r : it->second)
+        allow += std::string(allow.empty() ? "" : ", ") +
+                 (r.method == Method::kGet ? "GET" : "POST");
+      HttpResponse res = error_response(405, "MethodNotAllowed",
+                                        head.path + " takes " + allow);
+      res.set_header("Allow", allow);
+      return res;
+    }
+    if (route->method == Method::kPost && !is_json(head.header("Content-Type")))
+      return error_response(
+          415, "UnsupportedMediaType",
+          "expected a request with 'Content-Type: application/json'");
+    if (route->compute && !authorized(head)) {
+      HttpResponse res = error_response(
+          401, "Unauthorized",
+          "missing or wrong API key (Authorization: Bearer KEY)");
       res.set_header("WWW-Authenticate", "Bearer");
-      return send_error(res, 401, "Unauthorized", "missing or wrong API key (Authorization: Bearer KEY)");
+      return res;
     }
-    // The limit counts requests being served, whatever their batch size.
-    if (compute && in_flight.fetch_add(1) >= options.max_concurrent_requests) {
-      in_flight.fetch_sub(1);
-      res.set_header("Retry-After", "1");
-      // The client is told to come back later; until then its keep-alive connection would hold
-      // a connection thread idle (5 s) that the requests being served may need. httplib 0.11
-      // only sends the header; HTTP/1.1 clients close on it (RFC 9112, 9.6), which frees it.
-      res.set_header("Connection", "close");
-      return send_error(res, 429, "Overloaded",
-                        "too many concurrent requests (--max-concurrent-requests " +
-                            std::to_string(options.max_concurrent_requests) + ")");
+    return std::nullopt;
+  }
+
+  void handle(HttpRequest request, Responder responder) override {
+    auto ex = std::make_shared<Exchange>();
+    ex->route = find_route(request);
+    ex->path = request.path;
+    ex->request = std::move(request);
+    ex->responder = std::move(responder);
+    if (ex->route ==
+        nullptr) { // screen() let it through: cannot happen, but never hang
+      ex->response = error_response(404, "NotFound", "no such route");
+      return ex->responder.respond(std::move(ex->response));
     }
-    if (compute) metrics.add_in_flight(1);
-    Timings timings;
+    if (ex->route->compute) {
+      // The limit counts requests being served, whatever their batch size.
+      if (in_flight.fetch_add(1) >= options.max_concurrent_requests) {
+        in_flight.fetch_sub(1);
+        ex->response = error_response(
+            429, "Overloaded",
+            "too many concurrent requests (--max-concurrent-requests " +
+                std::to_string(options.max_concurrent_requests) + ")");
+        ex->response.set_header("Retry-After", "1");
+        // The client is told to come back later: its connection ends, as a
+        // retrying client would open a new one anyway.
+        ex->response.close = true;
+        count(*ex);
+        return ex->responder.respond(std::move(ex->response));
+      }
+      metrics.add_in_flight(1);
+    }
+    tokenizers.post([this, ex] { run_handler(ex); });
+  }
+
+  void run_handler(const std::shared_ptr<Exchange> &ex) {
+    std::optional<ModelCall> call;
+    attempt(*ex, [&] {
+      call = ex->route->handler(ex->request, ex->response, ex->timings);
+    });
+    std::string().swap(
+        ex->request
+            .body); // parsed: its memory is not needed while the model runs
+    if (call && !failed(*ex))
+      return submit(ex, std::make_shared<ModelCall>(std::move(*call)));
+    finish(ex);
+  }
+
+  void submit(const std::shared_ptr<Exchange> &ex,
+              std::shared_ptr<ModelCall> call) {
+    auto job = std::make_shared<Job>();
+    job->kind = call->kind;
+    job->inputs = std::move(call->inputs);
+    job->client_gone = [responder = ex->responder] {
+      return responder.client_gone();
+    };
+    // Weak: the job must not own the callback that owns it. The batcher holds
+    // the job while it calls on_done.
+    job->on_done = [this, ex, call, weak = std::weak_ptr<Job>(job)] {
+      if (auto done = weak.lock())
+        tokenizers.post(
+            [this, ex, call, done] { after_job(ex, *call, *done); });
+    };
+    attempt(*ex, [&] { batcher.submit(job); });
+    if (failed(*ex))
+      finish(ex);
+  }
+
+  void after_job(const std::shared_ptr<Exchange> &ex, const ModelCall &call,
+                 Job &job) {
+    ex->timings.queue_ms = job.queue_ms;
+    ex->timings.inference_ms = job.inference_ms;
+    if (!job.error.empty())
+      ex->response = error_response(call.failure_status, call.failure_type,
+                                    call.failure_prefix + job.error);
+    else
+      attempt(*ex, [&] { call.answer(job, ex->response, ex->timings); });
+    finish(ex);
+  }
+
+  static bool failed(const Exchange &ex) { return ex.response.status >= 400; }
+
+  // Runs a stage of the request; what it throws becomes the answer.
+  template <typename F> void attempt(Exchange &ex, F stage) {
     try {
-      handler(req, res, timings);
-      if (res.status == -1) res.status = 200;  // httplib would fill it in only after us
-      set_timing_headers(res, timings, engine->info().backend);
-    } catch (const ApiError& e) {
-      send_error(res, e.status(), e.type(), e.what());
-    } catch (const std::bad_alloc&) {
-      send_error(res, 500, "Backend", "out of memory");
-    } catch (const std::exception& e) {
-      send_error(res, 500, "Backend", std::string("internal error on ") + path + ": " + e.what());
+      stage();
+    } catch (const ApiError &e) {
+      ex.response = error_response(e.status(), e.type(), e.what());
+    } catch (const std::bad_alloc &) {
+      // The machine is short of memory for this request; others (and this one,
+      // later) may fit.
+      ex.response = error_response(503, "Overloaded",
+                                   "out of memory while serving " + ex.path);
+      ex.response.set_header("Retry-After", "1");
+    } catch (const std::exception &e) {
+      ex.response = error_response(
+          500, "Backend", "internal error on " + ex.path + ": " + e.what());
     }
-    if (compute) {
+  }
+
+  void count(const Exchange &ex) {
+    metrics.count_request(ex.path, ex.response.status);
+    metrics.observe_request(
+        std::chrono::duration<double>(Clock::now() - ex.start).count());
+  }
+
+  void finish(const std::shared_ptr<Exchange> &ex) {
+    if (!failed(*ex))
+      attempt(*ex, [&] {
+        set_timing_headers(ex->response, ex->timings, engine->info().backend);
+      });
+    count(*ex);
+    if (ex->route->compute) {
       in_flight.fetch_sub(1);
       metrics.add_in_flight(-1);
     }
+    ex->responder.respond(std::move(ex->response));
   }
 
+  // Declaration order is destruction order reversed: the batcher drains into
+  // the workers, the workers answer through the transport, so the transport
+  // outlives both.
   ServeOptions options;
   std::unique_ptr<Engine> engine;
   Metrics metrics;
+  std::map<std::string, std::vector<Route>> routes;
+  HttpServer http;
   WorkerPool tokenizers;
   Batcher batcher;
   Context ctx;
-  httplib::Server http;
   std::atomic<std::size_t> in_flight{0};
-  int listen_fd = -1;
-  std::atomic<int> port{-1};
 };
 
-Server::Server(const ServeOptions& options, std::unique_ptr<Engine> engine)
+Server::Server(const ServeOptions &options, std::unique_ptr<Engine> engine)
     : impl_(std::make_unique<Impl>(options, std::move(engine))) {}
 
 Server::~Server() = default;
 
-int Server::bind() {
-  const ServeOptions& o = impl_->options;
-  int port = o.port;
-  if (port == 0) {
-    port = impl_->http.bind_to_any_port(o.host);
-    check(port > 0, "cannot listen on ", o.host, " (any port)");
-  } else {
-    check(impl_->http.bind_to_port(o.host, o.port), "cannot listen on ", o.host, ":", o.port,
-          " (in use, or not an address of this machine)");
-  }
-  // listen() again on a listening socket only changes its backlog (Linux, BSD).
-  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
-  impl_->port = port;
-  return port;
-}
+int Server::bind() { return impl_->http.bind(); }
 
 void Server::run() {
-  impl_->http.listen_after_bind();  // returns after stop(), once the connection threads finished
+  impl_->http.run();
   impl_->batcher.stop();
 }
 
-void Server::stop() {
-  impl_->http.stop();
-  end_reading_of_connections(impl_->port.load());
+void Server::stop() { impl_->http.stop(); }
+
+void Server::abort() {
+  impl_->batcher.cancel_queued("the server is shutting down");
+  impl_->http.abort();
 }
 
-}  // namespace il::server
+std::size_t Server::unanswered() const { return impl_->http.unanswered(); }
+
+} // namespace il::server

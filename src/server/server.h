@@ -1,8 +1,7 @@
-// The HTTP server: cpp-httplib's listener and connection threads in front of the tokenization
-// workers and the one inference thread (see batcher.h).
+// The HTTP server: the event-driven transport (http_server.h) in front of the tokenization
+// workers, which run the routes' handlers, and the one inference thread (batcher.h).
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 
@@ -18,12 +17,17 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds the listening socket; returns the port (the chosen one for port 0). Throws il::Error.
+  // Binds the listening socket; returns the port (the chosen one for port 0). Throws il::Error,
+  // also for a port another process listens on (unless --reuse-port).
   int bind();
-  // Serves until stop(); then lets in-flight requests finish and the queue drain.
+  // Serves until stop() or abort(); after stop(), returns once every request received is answered.
   void run();
-  // Stops accepting. Safe from any thread.
+  // Graceful: stop accepting, close idle connections, answer what was received. Any thread.
   void stop();
+  // At once: close every connection and drop queued work. Any thread.
+  void abort();
+  // Requests received and not answered yet.
+  std::size_t unanswered() const;
 
  private:
   struct Impl;

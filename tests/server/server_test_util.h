@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ class ServerProcess {
   httplib::Client client() const;
   // SIGTERM, then the exit status (-1 when killed by a signal or still running after 30 s).
   int terminate();
+  // The exit status without sending anything (after a signal the test sent itself).
+  int wait_exit();
 
  private:
   pid_t pid_ = -1;
@@ -56,6 +59,38 @@ std::vector<float> cli_scores(const std::string& fixture, const std::string& que
                               const std::vector<std::string>& docs);
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+
+// A plain TCP connection to the server, for what an HTTP client library would not send.
+class RawConnection {
+ public:
+  explicit RawConnection(int port);
+  ~RawConnection();
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+  bool connected() const { return fd_ >= 0; }
+  // Sends all of it; false when the server closed or reset the connection.
+  bool send(const std::string& bytes);
+  // One whole response (head, then Content-Length or chunked body); "" when none came in time.
+  std::string read_response(std::chrono::milliseconds limit = std::chrono::seconds(30));
+  // True when the server closes the connection within the limit (reading and dropping data).
+  bool closed_within(std::chrono::milliseconds limit);
+
+ private:
+  int fd_ = -1;
+  std::string pending_;
+};
+
+int status_of(const std::string& response);           // 0 when not a response
+std::string header_of(const std::string& response, const std::string& name);
+std::string body_text(const std::string& response);   // the body (chunks joined)
+
+// `inferencelayer ARGS...` with a deadline: its exit status (-1 when it was still running and got
+// killed) and what it wrote on stderr.
+struct Exit {
+  int status = -1;
+  std::string err;
+};
+Exit run_with_deadline(const std::vector<std::string>& args, std::chrono::seconds limit);
 inline constexpr double kTolerance = 1e-5;  // same engine, same inputs: only summation order differs
 
 }  // namespace il::server_test
