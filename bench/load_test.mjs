@@ -9,18 +9,22 @@
 //        [--concurrency 32] [--mix short] [--markdown] [-- extra serve options...]
 //   node bench/load_test.mjs --config bench/configs/bge-base.json --tokenizer tests/fixtures/bert-mean ...
 //        (random weights of a real model's shape: `serve --config`)
+//   ... [--idle N] [--slow N]: during the run, also hold N connections that never send anything
+//        and N that send a request head one byte every 500 ms (both reopened whenever the server
+//        closes them), to show that they do not slow the others down (raise `ulimit -n` first).
 //
 // --mix short: only single short /embed texts (3-12 words, truncated at the model's maximum); --mix mixed (default): /embed
 // single and batched, /v1/embeddings, /tokenize, /embed_all, /health and /metrics (or /rerank,
 // /predict and /v1/rerank for a cross-encoder). Exit status 1 when any answer was neither 2xx
 // nor a deliberate 429.
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
 function parseArgs(argv) {
   const o = { bin: 'build/inferencelayer', model: '', config: '', tokenizer: '', seconds: 20, concurrency: 32, mix: 'mixed',
-              warmup: 200, markdown: false, extra: [] };
+              warmup: 200, markdown: false, extra: [], idle: 0, slow: 0 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') { o.extra = argv.slice(i + 1); break; }
@@ -35,6 +39,8 @@ function parseArgs(argv) {
     else if (a === '--concurrency') o.concurrency = Number(v);
     else if (a === '--mix') o.mix = v;
     else if (a === '--warmup') o.warmup = Number(v);
+    else if (a === '--idle') o.idle = Number(v);
+    else if (a === '--slow') o.slow = Number(v);
     else throw new Error(`unknown option ${a}`);
   }
   if (!o.model === !o.config) throw new Error('give --model DIR or --config FILE (with --tokenizer DIR)');
@@ -168,6 +174,48 @@ async function startServer(o) {
   return { child, port };
 }
 
+// Connections that hold the server's attention without a request: `idle` ones never send, `slow`
+// ones trickle a request head. Each is reopened when the server closes it (keep-alive and head
+// timeouts); the counts of opens tell how often that happened.
+function holdConnections(port, idle, slow) {
+  const state = { stop: false, opens: 0, open: 0, sockets: new Set(), timers: new Set() };
+  const head = 'POST /embed HTTP/1.1\r\nHost: load\r\nContent-Type: application/json\r\nX-Slow: ';
+  const open = (trickle) => {
+    if (state.stop) return;
+    const s = net.connect({ host: '127.0.0.1', port });
+    state.opens++;
+    state.sockets.add(s);
+    s.on('connect', () => {
+      state.open++;
+      if (!trickle) return;
+      let i = 0;
+      const t = setInterval(() => { if (!s.destroyed) s.write(head[i++ % head.length]); }, 500);
+      state.timers.add(t);
+      s.on('close', () => { clearInterval(t); state.timers.delete(t); });
+    });
+    s.on('data', () => {});
+    s.on('error', () => {});
+    s.on('close', (hadError) => {
+      state.sockets.delete(s);
+      if (s.connecting === false) state.open--;
+      setTimeout(() => open(trickle), hadError ? 100 : 0);
+    });
+  };
+  // Opened in batches, so that the listen backlog is not the limit being measured.
+  let i = 0;
+  const batch = () => {
+    for (let k = 0; k < 500 && i < idle + slow; k++, i++) open(i >= idle);
+    if (i < idle + slow && !state.stop) setTimeout(batch, 50);
+  };
+  batch();
+  state.close = () => {
+    state.stop = true;
+    for (const t of state.timers) clearInterval(t);
+    for (const s of state.sockets) s.destroy();
+  };
+  return state;
+}
+
 async function run(o) {
   const { child, port } = await startServer(o);
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
@@ -185,6 +233,9 @@ async function run(o) {
   // Warm-up: every route once, then a short concurrent burst; RSS "before" is read after it.
   for (const m of make) await request(agent, port, m());
   await Promise.all(Array.from({ length: o.warmup }, () => request(agent, port, pick())));
+  const held = o.idle + o.slow > 0 ? holdConnections(port, o.idle, o.slow) : null;
+  if (held) await new Promise((r) => setTimeout(r, 3000 + (o.idle + o.slow) / 5));  // all open
+  const heldAtStart = held ? held.open : 0;
   const rssBefore = rssKiB(child.pid);
 
   const results = [];
@@ -206,6 +257,8 @@ async function run(o) {
     while (Date.now() < deadline) results.push(await request(agent, port, pick()));
   }));
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+  const heldAtEnd = held ? held.open : 0;
+  if (held) held.close();
   clearInterval(sampler);
   await Promise.all(graphQueries);
   const rssAfter = rssKiB(child.pid);
@@ -232,9 +285,11 @@ async function run(o) {
     requests: results.length, rps: results.length / wall, p50_ms: percentile(all, 50), p99_ms: percentile(all, 99),
     statuses: Object.fromEntries(byStatus), errors, rss_before_mib: rssBefore / 1024, rss_after_mib: rssAfter / 1024,
     rss_every_5s_mib: rssSamples, memory_every_5s_mib: memorySamples, server_exit: exitCode,
+    held_connections: held ? { idle: o.idle, slow: o.slow, open_at_start: heldAtStart, open_at_end: heldAtEnd, opens: held.opens } : null,
   };
   if (o.markdown) {
     console.log(`model ${info.model_id} (${kind}), mix ${o.mix}, ${o.concurrency} concurrent clients, ${wall.toFixed(1)} s`);
+    if (held) console.log(`held meanwhile: ${o.idle} idle + ${o.slow} slow connections (open at start ${heldAtStart}, at end ${heldAtEnd}; ${held.opens} opens in all)`);
     console.log('\n| route | requests | req/s | p50 ms | p99 ms |\n| --- | --- | --- | --- | --- |');
     for (const [p, n, rps, p50, p99] of rows) console.log(`| ${p} | ${n} | ${rps.toFixed(1)} | ${p50.toFixed(2)} | ${p99.toFixed(2)} |`);
     console.log(`\nstatuses: ${JSON.stringify(summary.statuses)}; errors (not 2xx, not 429): ${errors}; ` +
