@@ -20,7 +20,9 @@
 #include "backends/cpu/cpu_executor.h"
 #include "backends/cuda/cuda_backend.h"
 #include "cli/cli_common.h"
+#include "core/error.h"
 #include "io/hf_config.h"
+#include "io/json_util.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
 
@@ -98,13 +100,11 @@ models::BuiltModel build(const BenchArgs& a, std::string& name) {
   }
   std::filesystem::path p(a.config);
   if (std::filesystem::is_directory(p)) p /= "config.json";
-  std::ifstream f(p);
-  if (!f) throw UsageError("cannot open config " + p.string());
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(p.string() + ": invalid JSON: " + e.what());
+    j = io::read_json_file(p);
+  } catch (const Error& e) {
+    throw UsageError(e.what());  // a config the user named: theirs to fix
   }
   // bench/configs/bge-small.json → "bge-small"; some-model/config.json → "some-model".
   name = p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string();

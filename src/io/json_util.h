@@ -1,4 +1,4 @@
-// Internal helpers for reading JSON files from model folders. Every accessor checks the JSON type
+// Helpers for reading JSON from model folders and inputs. Every accessor checks the JSON type
 // itself so that no nlohmann exception escapes: a wrong type becomes an il::Error naming the file
 // and the field.
 #pragma once
@@ -9,14 +9,33 @@
 #include <string>
 #include <string_view>
 
-namespace il::io::detail {
+namespace il::io {
 
-// Reads and parses a JSON file. Throws il::Error naming the file when it cannot be read or parsed.
+// The deepest nesting of objects and arrays accepted in any JSON we parse. Real files nest a few
+// levels (tokenizer.json about 6); the bound keeps every recursive walk of a parsed value, such as
+// dump() building an error message, far from the stack's end.
+inline constexpr int kMaxJsonDepth = 128;
+
+// Parses JSON text that came from `what` (a file name, "input line 3"): the one JSON entry point
+// for file contents and input lines. Throws il::Error "<what>: not valid JSON ..." with the
+// position, or "<what>: JSON nested deeper than 128 levels".
+nlohmann::json parse_json_limited(std::string_view text, const std::string& what);
+
+// A short, always-printable rendering of a JSON value for error messages: invalid UTF-8 is
+// replaced and only the first 80 characters are produced, so its cost does not grow with the
+// value (a huge or deep value from a hostile file costs no more than a small one).
+std::string describe_json(const nlohmann::json& v);
+
+// Reads and parses a JSON file (a regular file only, see io/regular_file.h). Throws il::Error
+// naming the file when it cannot be read or parsed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
-// A short, always-printable rendering of a JSON value for error messages (invalid UTF-8 is
-// replaced, long values are cut).
-std::string describe(const nlohmann::json& v);
+}  // namespace il::io
+
+namespace il::io::detail {
+
+using io::read_json_file;
+inline std::string describe(const nlohmann::json& v) { return describe_json(v); }
 
 // The JSON type name as a user would read it ("string", "integer", "object", ...).
 std::string_view type_name(const nlohmann::json& v);

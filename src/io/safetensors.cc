@@ -122,7 +122,8 @@ void SafeTensors::Impl::open_sharded(const fs::path& index_path) {
   for (auto& [shard, names] : by_shard) {
     const fs::path shard_path = index_path.parent_path() / shard;
     std::error_code ec;
-    check(fs::is_regular_file(shard_path, ec), label, ": shard \"", shard, "\" (listed for tensor \"", names.front(),
+    // Present but not a regular file (a FIFO, a folder) is refused by add_file, naming the shard.
+    check(fs::exists(shard_path, ec), label, ": shard \"", shard, "\" (listed for tensor \"", names.front(),
           "\") not found at ", shard_path.string());
     auto present = add_file(shard_path);
     for (const std::string& name : names) {

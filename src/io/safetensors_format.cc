@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "io/json_util.h"
+#include "io/regular_file.h"
 
 namespace il::io::detail {
 
@@ -65,8 +66,9 @@ HeaderEntry parse_entry(const std::string& name, const json& e, std::uint64_t da
   bool overflow = false;
   for (const json& d : *sh) {
     std::uint64_t dim = 0;
-    check(as_u64(d, dim) && dim <= static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max()), where, ": shape ",
-          describe(*sh), " must hold non-negative integers");
+    // Not check(): its message arguments are built even when the check passes, once a dimension.
+    if (!as_u64(d, dim) || dim > static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw make_error(where, ": shape ", describe(*sh), " must hold non-negative integers");
     out.shape.push_back(static_cast<int64_t>(dim));
     overflow = overflow || __builtin_mul_overflow(numel, dim, &numel);
   }
@@ -107,12 +109,8 @@ std::vector<HeaderEntry> parse_safetensors(const std::uint8_t* data, std::size_t
   const std::uint64_t data_start = 8 + n;
   const std::uint64_t data_size = size - data_start;
 
-  json header;
-  try {
-    header = json::parse(data + 8, data + data_start);
-  } catch (const json::exception& e) {
-    throw make_error(label, ": header is not valid JSON: ", e.what());
-  }
+  const json header = parse_json_limited(
+      std::string_view(reinterpret_cast<const char*>(data) + 8, static_cast<std::size_t>(n)), label + ": header");
   check(header.is_object(), label, ": header must be a JSON object, got ", type_name(header));
 
   std::vector<HeaderEntry> entries;
@@ -142,17 +140,12 @@ std::vector<HeaderEntry> parse_safetensors(const std::uint8_t* data, std::size_t
 }
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  check(fd >= 0, path.string(), ": cannot open: ", errno_text(errno));
+  const int fd = open_regular_file(path);  // a FIFO or device in its place is refused, not waited on
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
     throw make_error(path.string(), ": cannot stat: ", errno_text(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw make_error(path.string(), ": not a regular file");
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {

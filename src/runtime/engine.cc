@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
 #include "io/hf_config.h"
+#include "io/json_util.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
 #include "runtime/batching.h"
@@ -281,14 +282,7 @@ std::string Engine::decode(const std::vector<int32_t>&, bool) const {
 std::unique_ptr<Engine> Engine::load_random(const std::filesystem::path& config_json,
                                             const std::filesystem::path& tokenizer_json,
                                             const EngineOptions& options) {
-  std::ifstream f(config_json);
-  check(f.good(), "cannot open config ", config_json.string());
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(config_json.string() + ": invalid JSON: " + e.what());
-  }
+  const nlohmann::json j = io::read_json_file(config_json);
   return std::make_unique<LocalEngine>(models::build_model_random(io::parse_encoder_config(j, config_json.string())),
                                        config_json, tokenizer_json, true, options);
 }

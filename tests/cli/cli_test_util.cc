@@ -88,6 +88,35 @@ std::string ScratchDir::write(const std::string& name, const std::vector<std::st
   return p;
 }
 
+RunResult run_cli_bounded(const std::vector<std::string>& args, const ScratchDir& dir,
+                          const std::vector<std::string>& lines) {
+  static int inputs = 0;
+  const std::string in = lines.empty() ? "/dev/null" : dir.write("input-" + std::to_string(inputs++) + ".jsonl", lines);
+  return run_cli(cli_args(args), in, "timeout 30");
+}
+
+void expect_contains(const std::string& text, const std::vector<std::string>& parts) {
+  for (const auto& p : parts) EXPECT_NE(text.find(p), std::string::npos) << "missing '" << p << "' in: " << text;
+}
+
+std::filesystem::path copy_fixture(const std::string& name, const ScratchDir& dir) {
+  static int copies = 0;
+  const std::filesystem::path dst = dir.path() / ("model-" + std::to_string(copies++));
+  std::filesystem::copy(fixture_dir(name), dst, std::filesystem::copy_options::recursive);
+  return dst;
+}
+
+void edit_json_file(const std::filesystem::path& path, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j;
+  {
+    std::ifstream in(path);
+    j = nlohmann::json::parse(in);
+  }
+  edit(j);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << j.dump(2);
+}
+
 std::filesystem::path fixture_dir(const std::string& name) {
   const char* env = std::getenv("IL_FIXTURES");
   const std::filesystem::path dir = std::filesystem::path(env && *env ? env : IL_DEFAULT_FIXTURES) / name;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,20 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// Runs `inferencelayer <args>` with `lines` written to a file of `dir` on stdin (no lines:
+// /dev/null). A run that blocks is killed after 30 s, status 124, instead of hanging the suite.
+RunResult run_cli_bounded(const std::vector<std::string>& args, const ScratchDir& dir,
+                          const std::vector<std::string>& lines = {});
+
+// Every string of `parts` occurs in `text`; a failure names the missing one.
+void expect_contains(const std::string& text, const std::vector<std::string>& parts);
+
+// A copy of fixture `name` in a fresh folder under `dir`, for a test to edit.
+std::filesystem::path copy_fixture(const std::string& name, const ScratchDir& dir);
+
+// Reads, edits and rewrites a JSON file of such a copy.
+void edit_json_file(const std::filesystem::path& path, const std::function<void(nlohmann::json&)>& edit);
 
 // tests/fixtures/<name>; a missing folder fails the calling test (fixtures are committed).
 std::filesystem::path fixture_dir(const std::string& name);

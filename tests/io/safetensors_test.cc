@@ -283,7 +283,7 @@ TEST(SafeTensorsSharded, IndexErrorsNameTheFile) {
   expect_index_error([](const TempDir& d) { std::filesystem::remove(d / "model-00002-of-00002.safetensors"); },
                      {"model-00002-of-00002.safetensors", "not found", "c.weight"});
   expect_index_error([](const TempDir& d) { write_file(d / "model.safetensors.index.json", "{\"weight_map\": {"); },
-                     {"invalid JSON"});
+                     {"not valid JSON"});
   expect_index_error(
       [](const TempDir& d) {
         write_json(d / "model.safetensors.index.json", {{"metadata", {}}});

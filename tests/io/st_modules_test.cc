@@ -233,7 +233,7 @@ TEST(StModules, MalformedModulesJson) {
   TempDir dir;
   write_minilm(dir);
   write_file(dir / "modules.json", "[{");
-  expect_refused(dir, {"modules.json", "invalid JSON"});
+  expect_refused(dir, {"modules.json", "not valid JSON"});
   write_json(dir / "modules.json", {{"type", "x"}});
   expect_refused(dir, {"modules.json", "array"});
   write_json(dir / "modules.json", json::array({module(0, "", "sentence_transformers.models.LSTM")}));
