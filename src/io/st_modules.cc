@@ -75,6 +75,10 @@ PoolingMode read_pooling(const fs::path& dir, SentenceTransformerInfo& info) {
     }
   }
   info.include_prompt = detail::opt_bool(j, "include_prompt", label).value_or(true);
+  info.pooling_file = file;
+  // Checked against the model's hidden size once the model is known (models/config_check).
+  if (detail::opt_int(j, "word_embedding_dimension", label))
+    info.pooling_dimension = detail::int_in_range(j, "word_embedding_dimension", label, 1, kMaxFeatures);
 
   std::string set;
   std::size_t count = 0, which = 0;

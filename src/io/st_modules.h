@@ -23,6 +23,8 @@ struct DenseModule {
 struct SentenceTransformerInfo {
   bool present = false;                 // modules.json exists
   std::optional<PoolingMode> pooling;   // from 1_Pooling/config.json; refused modes throw
+  std::filesystem::path pooling_file;   // that file, for messages
+  std::optional<int> pooling_dimension; // its word_embedding_dimension: the width it pools
   bool include_prompt = true;
   bool normalize = false;               // a Normalize module is listed
   std::optional<DenseModule> dense;

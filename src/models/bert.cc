@@ -67,6 +67,16 @@ plan::LayerNormStep layer_norm(plan::Plan& plan, const WeightSource& src, const 
 
 }  // namespace
 
+BertLayerTensors bert_layer_tensors(const BertNames& names, int i) {
+  const LayerNames n = layer_names(names, i);
+  return {(n.qkv_fused.empty() ? n.q : n.qkv_fused) + ".weight", n.up + ".weight"};
+}
+
+CrossEncoderHeadNames cross_encoder_head_names(const WeightSource& src, const BertNames& names) {
+  if (src.has(names.prefix + "pooler.dense.weight")) return {names.prefix + "pooler.dense", "classifier"};
+  return {"classifier.dense", "classifier.out_proj"};
+}
+
 BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg) {
   (void)cfg;
   for (const char* p : {"", "bert.", "roberta."}) {
@@ -202,9 +212,7 @@ EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg
 void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
                               const WeightSource& src, const BertNames& names, const EncoderBuffers& encoder) {
   const int64_t H = cfg.hidden, NL = cfg.num_labels;
-  const bool bert_names = src.has(names.prefix + "pooler.dense.weight");
-  const std::string dense = bert_names ? names.prefix + "pooler.dense" : "classifier.dense";
-  const std::string out = bert_names ? "classifier" : "classifier.out_proj";
+  const auto [dense, out] = cross_encoder_head_names(src, names);
   if (!src.has(dense + ".weight") || !src.has(out + ".weight"))
     throw make_error("cross-encoder head not found: expected ", dense, ".weight and ", out,
                      ".weight (", cfg.architectures.empty() ? cfg.model_type : cfg.architectures[0], ")");

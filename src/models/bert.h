@@ -24,6 +24,23 @@ struct BertNames {
 // probed when no known layout matches.
 BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg);
 
+// The tensors the config checks read (models/config_check): layer `i`'s first attention weight
+// (the query, or jina's fused QKV) and its MLP's first linear weight ([intermediate, hidden]).
+struct BertLayerTensors {
+  std::string attention_in;
+  std::string mlp_up;
+};
+BertLayerTensors bert_layer_tensors(const BertNames& names, int i);
+
+// The cross-encoder head's two linears (without ".weight"): BERT names (pooler.dense, classifier)
+// when `<prefix>pooler.dense.weight` exists, else the RoBERTa names (classifier.dense,
+// classifier.out_proj).
+struct CrossEncoderHeadNames {
+  std::string dense;
+  std::string out;
+};
+CrossEncoderHeadNames cross_encoder_head_names(const WeightSource& src, const BertNames& names);
+
 struct EncoderBuffers {
   plan::BufferId hidden = -1;  // [T, hidden]: the final hidden states of every token ("encode")
   plan::BufferId first = -1;   // [B, hidden], first-token rows: each sequence's first ("encode_first")
@@ -40,9 +57,8 @@ EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg
                                   const WeightSource& src, const BertNames& names);
 
 // Appends program "ce_head" (CLS → dense + tanh → classifier) and output "scores"
-// ([B, num_labels]), and "ce_head_first", the same head over "encode_first"'s rows. BERT names
-// (pooler.dense, classifier) when `<prefix>pooler.dense.weight` exists, else the RoBERTa names
-// (classifier.dense, classifier.out_proj).
+// ([B, num_labels]), and "ce_head_first", the same head over "encode_first"'s rows, with the
+// tensors cross_encoder_head_names finds.
 void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
                               const WeightSource& src, const BertNames& names,
                               const EncoderBuffers& encoder);

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/bert.h"
+#include "models/config_check.h"
 #include "models/embedding_head.h"
 
 namespace il::models {
@@ -46,6 +47,9 @@ BuiltModel build_model_from_folder(const std::filesystem::path& dir) {
     dense_src.emplace(io::SafeTensors::open(m.st.dense->dir));
     dense = DenseWeights{&*dense_src, *m.st.dense};
   }
+  const std::filesystem::path config_file = dir / "config.json";
+  check_config_against_tensors(m.config, config_file, src.tensors(), src, detect_bert_names(src, m.config));
+  check_modules_against_model(m.st, m.config, config_file, dense_src ? &dense_src->tensors() : nullptr);
   build(m, src, dense);
   return m;
 }
