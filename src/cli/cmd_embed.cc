@@ -56,11 +56,13 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
                            std::size_t prompt_tokens, bool truncate) {
   std::string text;
   if (r.is_json) {
+    check_fields(r.json, {"text", "input_ids", "token_type_ids"}, r.where);
     const bool has_text = has_key(r.json, "text");
     const bool has_ids = has_key(r.json, "input_ids");
     if (has_text && has_ids) throw input_error(r.where, "give either \"text\" or \"input_ids\", not both");
     if (has_ids) return token_input_from_json(r.json, r.where);
     if (!has_text) throw input_error(r.where, "expected a \"text\" or an \"input_ids\" field");
+    check_no_types_with_text(r.json, "\"text\"", r.where);
     text = get_string(r.json, "text", r.where);
   } else {
     text = r.text;
@@ -147,6 +149,7 @@ Command add_embed_command(CLI::App& app) {
       "Inputs: TEXT arguments, or --input FILE ('-' or nothing = stdin) with one input per line:\n"
       "  a text (txt format), or a JSON object {\"text\": \"...\"} or {\"input_ids\": [...],\n"
       "  \"token_type_ids\": [...]} (jsonl format; token ids are used as given, no prompt).\n"
+      "  Any other field is refused.\n"
       "Output: one line per input, in input order. A bad line stops the run with an error naming\n"
       "its line number and exit status 2.\n"
       "Examples:\n"

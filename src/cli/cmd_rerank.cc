@@ -45,11 +45,13 @@ TokenInput pair_input(const Engine& engine, const std::string& query, const std:
 }
 
 TokenInput record_to_input(const InputRecord& r, const Engine& engine, bool truncate) {
+  check_fields(r.json, {"query", "document", "input_ids", "token_type_ids"}, r.where);
   const bool has_ids = has_key(r.json, "input_ids");
   const bool has_text = has_key(r.json, "query") || has_key(r.json, "document");
   if (has_ids && has_text) throw input_error(r.where, "give either \"query\"/\"document\" or \"input_ids\", not both");
   if (has_ids) return token_input_from_json(r.json, r.where);
   if (!has_text) throw input_error(r.where, "expected \"query\" and \"document\" fields (or \"input_ids\")");
+  check_no_types_with_text(r.json, "\"query\" and \"document\"", r.where);
   return pair_input(engine, get_string(r.json, "query", r.where), get_string(r.json, "document", r.where),
                     r.where, truncate);
 }
@@ -155,7 +157,8 @@ Command add_rerank_command(CLI::App& app) {
       "JSONL form: --input FILE ('-' or nothing = stdin), one JSON object per line:\n"
       "  {\"query\": \"...\", \"document\": \"...\"} or {\"input_ids\": [...], \"token_type_ids\": [...]}\n"
       "  → one line per input, in order: {\"score\": raw_logit}, or {\"scores\": [...]} when the\n"
-      "  model has several labels. A bad line stops the run naming its line number (exit status 2).\n"
+      "  model has several labels. A bad line stops the run naming its line number (exit status 2);\n"
+      "  so does any other field.\n"
       "Human form: --query Q DOC... (or --query Q --input FILE with one document per line)\n"
       "  → a table of the documents, best first (ranked by the first label's logit).\n"
       "Examples:\n"

@@ -157,6 +157,7 @@ void run_tokenize(const TokenizeArgs& a) {
     text::EncodeOptions o = base;
     try {
       if (r.is_json) {
+        check_fields(r.json, {"text", "pair", "add_special_tokens"}, r.where);
         text = get_string(r.json, "text", r.where);
         if (has_key(r.json, "pair")) pair = get_string(r.json, "pair", r.where);
         if (has_key(r.json, "add_special_tokens")) o.add_special_tokens = get_bool(r.json, "add_special_tokens", r.where);
@@ -190,7 +191,8 @@ Command add_tokenize_command(CLI::App& app) {
   cmd->footer(
       "Inputs: TEXT arguments, or --input FILE ('-' or nothing = stdin) with one input per line:\n"
       "  a text (txt format) or {\"text\": \"...\", \"pair\": \"...\", \"add_special_tokens\": false}\n"
-      "  (jsonl format; pair and add_special_tokens are optional and override the options).\n"
+      "  (jsonl format; pair and add_special_tokens are optional and override the options; any\n"
+      "  other field is refused).\n"
       "Output, one line per input: {\"ids\": [...], \"type_ids\": [...], \"offsets\": [[b, e], ...]}\n"
       "  offsets are UTF-8 byte ranges into the token's own text (the text or the pair), [0, 0]\n"
       "  for added special tokens (--offsets chars: code point ranges instead); --tokens adds\n"

@@ -1,5 +1,6 @@
 #include "cli/jsonl_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -8,6 +9,8 @@
 #include <limits>
 
 #include "cli/cli_common.h"
+#include "core/error.h"
+#include "io/json_util.h"
 
 namespace il::cli {
 
@@ -91,17 +94,22 @@ void append_json_string(std::string& out, std::string_view s) {
 nlohmann::json parse_json_object(const std::string& line, std::string_view where) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message says "line 1, column N" about the one-line text; keep only the column
-    // and the reason so the only line number in the error is the input file's.
-    std::string reason = e.what();
-    const auto colon = reason.find(": ", reason.find("column"));
-    if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    throw input_error(where, "invalid JSON at byte " + std::to_string(e.byte) + ": " + reason);
+    j = io::parse_json_limited(line, std::string(where));  // "input line 3: not valid JSON at byte 9: ..."
+  } catch (const Error& e) {
+    throw UsageError(e.what());
   }
   if (!j.is_object()) throw input_error(where, "expected a JSON object, got " + std::string(j.type_name()));
   return j;
+}
+
+void check_fields(const nlohmann::json& obj, std::initializer_list<std::string_view> accepted, std::string_view where) {
+  for (const auto& [key, value] : obj.items()) {
+    if (std::find(accepted.begin(), accepted.end(), key) != accepted.end()) continue;
+    std::string list;
+    for (std::string_view a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
+    throw input_error(where,
+                      "unknown field " + io::describe_json(nlohmann::json(key)) + " (accepted fields: " + list + ")");
+  }
 }
 
 bool has_key(const nlohmann::json& obj, const char* key) {
@@ -131,12 +139,14 @@ std::vector<int32_t> get_int_array(const nlohmann::json& obj, const char* key, s
   out.reserve(it->size());
   for (const auto& v : *it) {
     if (!v.is_number_integer())
-      throw input_error(where, std::string("\"") + key + "\" must be an array of integers, found " + v.dump());
+      throw input_error(where,
+                        std::string("\"") + key + "\" must be an array of integers, found " + io::describe_json(v));
     // Unsigned values above int64 range would wrap in get<int64_t>(), so compare them unsigned.
     const bool big = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{std::numeric_limits<int32_t>::max()};
     const int64_t x = big ? 0 : v.get<int64_t>();
     if (big || x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
-      throw input_error(where, std::string("\"") + key + "\" holds " + v.dump() + ", outside the 32-bit range");
+      throw input_error(where,
+                        std::string("\"") + key + "\" holds " + io::describe_json(v) + ", outside the 32-bit range");
     out.push_back(static_cast<int32_t>(x));
   }
   return out;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <istream>
 #include <string>
 #include <string_view>
@@ -68,6 +69,11 @@ void append_json_string(std::string& out, std::string_view s);
 
 // Parses one line as a JSON object; anything else is an input error naming `where`.
 nlohmann::json parse_json_object(const std::string& line, std::string_view where);
+
+// Refuses a key outside `accepted` with an input error naming the line and the key and listing
+// the accepted ones: a field we would not read (an attention_mask, a misspelt name) must not be
+// dropped silently, since the output would then not be what the user asked for.
+void check_fields(const nlohmann::json& obj, std::initializer_list<std::string_view> accepted, std::string_view where);
 
 // Typed field access with errors naming the line and the key.
 bool has_key(const nlohmann::json& obj, const char* key);

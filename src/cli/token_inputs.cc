@@ -21,6 +21,12 @@ TokenInput token_input_from_json(const nlohmann::json& obj, std::string_view whe
   return in;
 }
 
+void check_no_types_with_text(const nlohmann::json& obj, std::string_view text_fields, std::string_view where) {
+  if (has_key(obj, "token_type_ids"))
+    throw input_error(where, "\"token_type_ids\" go with \"input_ids\", not with " + std::string(text_fields) +
+                                 " (the tokenizer sets the types of a text)");
+}
+
 InputChecker::InputChecker(const std::filesystem::path& model_dir, std::size_t max_tokens)
     : config_(io::load_encoder_config(model_dir)), max_tokens_(max_tokens) {}
 

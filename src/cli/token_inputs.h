@@ -17,6 +17,10 @@ namespace il::cli {
 // input_ids (required) and token_type_ids (optional, same length).
 TokenInput token_input_from_json(const nlohmann::json& obj, std::string_view where);
 
+// token_type_ids belong to input_ids: with a text (`text_fields`, as the message names them) the
+// tokenizer sets the types, so given ones would be ignored; they are refused instead.
+void check_no_types_with_text(const nlohmann::json& obj, std::string_view text_fields, std::string_view where);
+
 class InputChecker {
  public:
   // Reads the folder's config.json for the vocabulary and segment-table sizes.

@@ -45,7 +45,7 @@ TEST_F(ErrorsTest, DeviceOption) {
 TEST_F(ErrorsTest, BadJsonNamesItsLineAndKeepsTheLinesBefore) {
   const auto r = embed_lines({R"({"text": "one"})", R"({"text": "two"})", R"({"text": "three")", R"({"text": "four"})"});
   expect_usage_error(r, "line 3");
-  EXPECT_NE(r.err.find("invalid JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
   EXPECT_EQ(r.lines().size(), 2u) << "the two good lines before the bad one are written";
 }
 
