@@ -11,6 +11,7 @@
 #include "cli/chunked.h"
 #include "cli/cli_common.h"
 #include "cli/jsonl_io.h"
+#include "cli/non_finite.h"
 #include "cli/progress.h"
 #include "cli/text_inputs.h"
 #include "cli/token_inputs.h"
@@ -78,10 +79,12 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
 }
 
 void write_chunk(Engine& engine, const EmbedArgs& a, const std::vector<TokenInput>& inputs,
-                 OutputSink& out) {
+                 const std::vector<std::string>& where, NonFiniteReport& report, OutputSink& out) {
   if (a.output_kind == "hidden") {
     const std::vector<Matrix> states = engine.hidden_states(inputs);
-    for (const Matrix& m : states) {
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      const Matrix& m = states[i];
+      report.check(m.data.data(), m.data.size(), where[i]);
       std::string& b = out.buffer();
       b += "{\"hidden\":[";
       for (std::size_t t = 0; t < m.rows; ++t) {
@@ -98,6 +101,7 @@ void write_chunk(Engine& engine, const EmbedArgs& a, const std::vector<TokenInpu
     o.dimensions = a.dimensions;
     const Matrix m = engine.embed(inputs, o);
     for (std::size_t r = 0; r < m.rows; ++r) {
+      report.check(m.row(r), m.cols, where[r]);
       std::string& b = out.buffer();
       b += "{\"embedding\":";
       append_floats(b, m.row(r), m.cols);
@@ -129,6 +133,7 @@ void run_embed(const EmbedArgs& a) {
                                      : RecordSource::from_texts(a.texts);
   OutputSink out(a.output);
   Progress progress("embed", src.total_bytes(), !a.no_progress);
+  NonFiniteReport report("null");
 
   run_in_chunks(
       src, a.engine.max_batch_tokens, progress,
@@ -137,7 +142,10 @@ void run_embed(const EmbedArgs& a) {
         checker.check(in, r.where);
         return in;
       },
-      [&](const std::vector<TokenInput>& chunk) { write_chunk(*engine, a, chunk, out); });
+      [&](const std::vector<TokenInput>& chunk, const std::vector<std::string>& where) {
+        write_chunk(*engine, a, chunk, where, report, out);
+      });
+  report.finish(src.records_read());
 }
 
 }  // namespace
@@ -146,12 +154,14 @@ Command add_embed_command(CLI::App& app) {
   auto a = std::make_shared<EmbedArgs>();
   CLI::App* cmd = app.add_subcommand("embed", "Embed texts: one JSONL line {\"embedding\": [...]} per input");
   cmd->footer(
-      "Inputs: TEXT arguments, or --input FILE ('-' or nothing = stdin) with one input per line:\n"
-      "  a text (txt format), or a JSON object {\"text\": \"...\"} or {\"input_ids\": [...],\n"
-      "  \"token_type_ids\": [...]} (jsonl format; token ids are used as given, no prompt).\n"
-      "  Any other field is refused.\n"
-      "Output: one line per input, in input order. A bad line stops the run with an error naming\n"
-      "its line number and exit status 2.\n"
+      std::string("Inputs: TEXT arguments, or --input FILE ('-' or nothing = stdin) with one input per line:\n"
+                  "  a text (txt format), or a JSON object {\"text\": \"...\"} or {\"input_ids\": [...],\n"
+                  "  \"token_type_ids\": [...]} (jsonl format; token ids are used as given, no prompt).\n"
+                  "  Any other field is refused.\n"
+                  "Output: one line per input, in input order. A bad line stops the run with an error naming\n"
+                  "its line number and exit status 2.\n") +
+      kNonFiniteHelp +
+      "\n"
       "Examples:\n"
       "  inferencelayer embed -m ./bge-small \"hello world\" \"good morning\"\n"
       "  inferencelayer embed -m ./bge-small -i docs.jsonl -o vectors.jsonl --dimensions 256");

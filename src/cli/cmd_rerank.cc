@@ -4,7 +4,9 @@
 //   Human form:  --query Q DOC... (or --query Q --input docs.txt, one document per line)
 //                → a table of the documents, best first.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -15,6 +17,7 @@
 #include "cli/chunked.h"
 #include "cli/cli_common.h"
 #include "cli/jsonl_io.h"
+#include "cli/non_finite.h"
 #include "cli/progress.h"
 #include "cli/text_inputs.h"
 #include "cli/token_inputs.h"
@@ -56,8 +59,9 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, bool trun
                     r.where, truncate);
 }
 
-void write_scores(const Matrix& m, OutputSink& out) {
+void write_scores(const Matrix& m, const std::vector<std::string>& where, NonFiniteReport& report, OutputSink& out) {
   for (std::size_t r = 0; r < m.rows; ++r) {
+    report.check(m.row(r), m.cols, where[r]);
     std::string& b = out.buffer();
     if (m.cols == 1) {
       b += "{\"score\":";
@@ -76,6 +80,7 @@ void run_jsonl(Engine& engine, const RerankArgs& a, const InputChecker& checker)
   RecordSource src = RecordSource::from_input(a.input.empty() ? "-" : a.input, InputFormat::kJsonl);
   OutputSink out(a.output);
   Progress progress("rerank", src.total_bytes(), !a.no_progress);
+  NonFiniteReport report("null");
   run_in_chunks(
       src, a.engine.max_batch_tokens, progress,
       [&](const InputRecord& r) {
@@ -83,7 +88,10 @@ void run_jsonl(Engine& engine, const RerankArgs& a, const InputChecker& checker)
         checker.check(in, r.where);
         return in;
       },
-      [&](const std::vector<TokenInput>& chunk) { write_scores(engine.score(chunk), out); });
+      [&](const std::vector<TokenInput>& chunk, const std::vector<std::string>& where) {
+        write_scores(engine.score(chunk), where, report, out);
+      });
+  report.finish(src.records_read());
 }
 
 std::string one_line(std::string s) {
@@ -96,6 +104,7 @@ void run_ranked(Engine& engine, const RerankArgs& a, const InputChecker& checker
   RecordSource src = a.documents.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, InputFormat::kTxt)
                                          : RecordSource::from_texts(a.documents);
   std::vector<std::string> docs;
+  std::vector<std::string> where;
   std::vector<TokenInput> inputs;
   InputRecord r;
   while (src.next(r)) {
@@ -103,14 +112,21 @@ void run_ranked(Engine& engine, const RerankArgs& a, const InputChecker& checker
     checker.check(in, r.where);
     inputs.push_back(std::move(in));
     docs.push_back(std::move(r.text));
+    where.push_back(r.where);
   }
   if (inputs.empty()) throw UsageError("no documents to rank");
   const Matrix scores = engine.score(inputs);
+  NonFiniteReport report("nan / inf");
+  for (std::size_t i = 0; i < scores.rows; ++i) report.check(scores.row(i), scores.cols, where[i]);
   std::vector<std::size_t> order(docs.size());
   std::iota(order.begin(), order.end(), 0);
-  // With several labels the first one ranks; all are shown.
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t x, std::size_t y) { return scores.row(x)[0] > scores.row(y)[0]; });
+  // With several labels the first one ranks; all are shown. NaN ranks last: compared as it is,
+  // it would break the strict weak order the sort relies on.
+  const auto rank_key = [&](std::size_t i) {
+    const float s = scores.row(i)[0];
+    return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return rank_key(x) > rank_key(y); });
 
   OutputSink out(a.output);
   std::string& b = out.buffer();
@@ -133,6 +149,7 @@ void run_ranked(Engine& engine, const RerankArgs& a, const InputChecker& checker
     out.end_line();
   }
   out.flush();
+  report.finish(docs.size());
 }
 
 void run_rerank(const RerankArgs& a) {
@@ -163,7 +180,8 @@ Command add_rerank_command(CLI::App& app) {
       "  → a table of the documents, best first (ranked by the first label's logit).\n"
       "Examples:\n"
       "  inferencelayer rerank -m ./ms-marco-MiniLM -i pairs.jsonl\n"
-      "  inferencelayer rerank -m ./ms-marco-MiniLM --query \"capital of France\" \"Paris is...\" \"Berlin is...\"");
+      "  inferencelayer rerank -m ./ms-marco-MiniLM --query \"capital of France\" \"Paris is...\" \"Berlin is...\"\n" +
+      std::string(kNonFiniteHelp));
   add_engine_options(*cmd, a->engine);
   cmd->add_option("document", a->documents, "Documents to rank against --query");
   cmd->add_option("-i,--input", a->input, "Input file, '-' for stdin (the default)");

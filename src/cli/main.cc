@@ -1,6 +1,7 @@
 // inferencelayer: the command line. Each subcommand lives in its own cmd_*.cc; this file parses,
 // dispatches and turns every failure into one "inferencelayer: error: ..." line on stderr with
-// exit status 2 (the user can fix the command line or the input) or 1 (anything else).
+// exit status 2 (the user can fix the command line or the input), 3 (every output written, some
+// of them NaN or infinite: cli/non_finite.h) or 1 (anything else).
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -10,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/non_finite.h"
 #include "core/error.h"
 
 namespace {
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
     // A full disk or a closed pipe must not look like success.
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) throw std::runtime_error("cannot write stdout");
     return kExitOk;
+  } catch (const NonFiniteOutputs& e) {
+    print_error(e.what());
+    return kExitNonFinite;
   } catch (const UsageError& e) {
     print_error(e.what());
     return kExitUsage;
