@@ -32,51 +32,43 @@ const Alphabet& alphabet() {
   return a;
 }
 
-class ByteLevelPreTokenizer final : public PreTokenizer {
+// A space before every split that does not start with one; it takes the place of the split's
+// first character (the library's NormalizedString::prepend).
+class PrefixSpace final : public SplitRewrite {
  public:
-  explicit ByteLevelPreTokenizer(const JsonRef& j)
-      : add_prefix_space_(j.get_bool("add_prefix_space", true)),
-        use_regex_(j.get_bool("use_regex", true)) {
-    j.get_bool("trim_offsets", true);  // type-checked; used by the post-processor only
+  void rewrite(std::string_view text, std::span<const Alignment> align, std::string& out,
+               std::vector<Alignment>& out_align) const override {
+    if (text.front() != ' ') {
+      out += ' ';
+      out_align.push_back(align.front());
+    }
+    out += text;
+    out_align.insert(out_align.end(), align.begin(), align.end());
   }
+};
 
-  void pre_tokenize(PreTokenizedString& s) const override {
-    if (add_prefix_space_) {
-      // A space before every split that does not start with one; it takes the place of the
-      // split's first character (the library's NormalizedString::prepend).
-      s.rewrite([](std::string_view text, std::span<const Alignment> align, std::string& out,
-                   std::vector<Alignment>& out_align) {
-        if (text.front() != ' ') {
-          out += ' ';
-          out_align.push_back(align.front());
-        }
-        out += text;
-        out_align.insert(out_align.end(), align.begin(), align.end());
-      });
-    }
-    if (use_regex_) {
-      const Regex& re = gpt2_split_regex();
-      s.split_on_pattern(
-          [&re](std::string_view text, std::vector<PatternPiece>& out) {
-            re.find_matches(text, out);
-          },
-          SplitBehavior::kIsolated);
-    }
-    // Every byte becomes its alphabet character, aligned with the source character it is part of.
+// The GPT-2 split (use_regex), its matches isolated.
+class Gpt2Cut final : public SplitCut {
+ public:
+  void cut(std::string_view text, std::vector<Range>& out) const override {
+    PieceFolder fold(SplitBehavior::kIsolated, out);
+    gpt2_split_regex().find_matches(text, fold);
+    fold.finish();
+  }
+};
+
+// Every byte becomes its alphabet character, aligned with the source character it is part of.
+class ToAlphabet final : public SplitRewrite {
+ public:
+  void rewrite(std::string_view text, std::span<const Alignment> align, std::string& out,
+               std::vector<Alignment>& out_align) const override {
     const Alphabet& a = alphabet();
-    s.rewrite([&a](std::string_view text, std::span<const Alignment> align, std::string& out,
-                   std::vector<Alignment>& out_align) {
-      for (std::size_t i = 0; i < text.size(); ++i) {
-        const std::string& c = a.utf8[static_cast<unsigned char>(text[i])];
-        out += c;
-        out_align.insert(out_align.end(), c.size(), align[i]);
-      }
-    });
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const std::string& c = a.utf8[static_cast<unsigned char>(text[i])];
+      out += c;
+      out_align.insert(out_align.end(), c.size(), align[i]);
+    }
   }
-
- private:
-  bool add_prefix_space_;
-  bool use_regex_;
 };
 
 }  // namespace
@@ -135,8 +127,13 @@ void append_utf8_lossy(std::string& out, std::string_view s) {
   }
 }
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonRef& j) {
-  return std::make_unique<ByteLevelPreTokenizer>(j);
+void add_pre_tokenizer_steps(const JsonRef& j, PreTokenizer& out) {
+  const bool add_prefix_space = j.get_bool("add_prefix_space", true);
+  const bool use_regex = j.get_bool("use_regex", true);
+  j.get_bool("trim_offsets", true);  // type-checked; used by the post-processor only
+  if (add_prefix_space) out.add(std::make_unique<PrefixSpace>());
+  if (use_regex) out.add(std::make_unique<Gpt2Cut>());
+  out.add(std::make_unique<ToAlphabet>());
 }
 
 }  // namespace il::text::byte_level

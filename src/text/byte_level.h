@@ -28,8 +28,8 @@ const Regex& gpt2_split_regex();
 // String::from_utf8_lossy does (one replacement per maximal invalid subpart).
 void append_utf8_lossy(std::string& out, std::string_view bytes);
 
-// The `ByteLevel` pre-tokenizer (add_prefix_space, use_regex; trim_offsets only matters to the
-// post-processor).
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonRef& j);
+// The steps of the `ByteLevel` pre-tokenizer (add_prefix_space, use_regex; trim_offsets only
+// matters to the post-processor).
+void add_pre_tokenizer_steps(const JsonRef& j, PreTokenizer& out);
 
 }  // namespace il::text::byte_level

@@ -50,24 +50,14 @@ struct MetaspaceSettings {
   }
 };
 
-class MetaspacePreTokenizer final : public PreTokenizer {
+// Spaces become the replacement (attributed to the space); the prepended one is attributed to
+// the first character, as the library's prepend() does.
+class MetaspaceRewrite final : public SplitRewrite {
  public:
-  explicit MetaspacePreTokenizer(const JsonRef& j) : m_(j) {}
+  explicit MetaspaceRewrite(const JsonRef& j) : m_(j) {}
 
-  void pre_tokenize(PreTokenizedString& s) const override {
-    s.rewrite([this](std::string_view text, std::span<const Alignment> align, std::string& out,
-                     std::vector<Alignment>& out_align) { rewrite(text, align, out, out_align); });
-    if (m_.split) {
-      const char32_t r = m_.replacement;
-      s.split_on_chars([r](char32_t c) { return c == r; }, SplitBehavior::kMergedWithNext);
-    }
-  }
-
- private:
-  // Spaces become the replacement (attributed to the space); the prepended one is attributed
-  // to the first character, as the library's prepend() does.
   void rewrite(std::string_view text, std::span<const Alignment> align, std::string& out,
-               std::vector<Alignment>& out_align) const {
+               std::vector<Alignment>& out_align) const override {
     if (text.empty()) return;
     bool prepend = false;
     if (m_.prepend != PrependScheme::kNever) {
@@ -95,6 +85,9 @@ class MetaspacePreTokenizer final : public PreTokenizer {
                      align.end());
   }
 
+  const MetaspaceSettings& settings() const { return m_; }
+
+ private:
   static void append(std::string_view s, Alignment a, std::string& out,
                      std::vector<Alignment>& out_align) {
     out.append(s);
@@ -135,8 +128,14 @@ class MetaspaceDecoder final : public Decoder {
 
 }  // namespace
 
-std::unique_ptr<PreTokenizer> make_metaspace_pre_tokenizer(const JsonRef& j) {
-  return std::make_unique<MetaspacePreTokenizer>(j);
+void add_metaspace_steps(const JsonRef& j, PreTokenizer& out) {
+  auto rewrite = std::make_unique<MetaspaceRewrite>(j);
+  const MetaspaceSettings& m = rewrite->settings();
+  const bool split = m.split;
+  const char32_t r = m.replacement;
+  out.add(std::move(rewrite));
+  // The cut before each replacement character.
+  if (split) out.add(char_cut([r](char32_t c) { return c == r; }, SplitBehavior::kMergedWithNext));
 }
 
 std::unique_ptr<Decoder> make_metaspace_decoder(const JsonRef& j) {

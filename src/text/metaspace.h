@@ -11,7 +11,8 @@
 
 namespace il::text {
 
-std::unique_ptr<PreTokenizer> make_metaspace_pre_tokenizer(const JsonRef& j);
+// The steps of the Metaspace pre-tokenizer: the rewrite, then the cut when `split` is on.
+void add_metaspace_steps(const JsonRef& j, PreTokenizer& out);
 std::unique_ptr<Decoder> make_metaspace_decoder(const JsonRef& j);
 
 }  // namespace il::text

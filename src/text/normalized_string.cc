@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "text/scratch.h"
+
 namespace il::text {
 
 using unicode::decode_utf8;
@@ -20,6 +22,13 @@ void NormalizedString::reset(std::string_view original, uint32_t shift) {
   }
 }
 
+void NormalizedString::release_large() {
+  release_if_large(text_);
+  release_if_large(next_text_);
+  release_if_large(align_);
+  release_if_large(next_align_);
+}
+
 bool NormalizedString::is_ascii() const {
   for (char ch : text_) {
     if (static_cast<unsigned char>(ch) >= 0x80) return false;
@@ -32,6 +41,10 @@ bool NormalizedString::is_ascii() const {
 NormalizedString::Rewriter::Rewriter(NormalizedString& s) : s_(s) {
   s_.next_text_.clear();
   s_.next_align_.clear();
+  // Most rewrites keep about the length: room for a little more up front spares a large text
+  // the slack of growing by doubling.
+  s_.next_text_.reserve(s_.text_.size() + s_.text_.size() / 8);
+  s_.next_align_.reserve(s_.align_.size() + s_.align_.size() / 8);
 }
 
 char32_t NormalizedString::Rewriter::peek() const {
@@ -74,6 +87,9 @@ void NormalizedString::Rewriter::keep() {
 void NormalizedString::Rewriter::finish() {
   s_.text_.swap(s_.next_text_);
   s_.align_.swap(s_.next_align_);
+  // The old text is not read again: a large one is not kept next to the new.
+  release_if_large(s_.next_text_);
+  release_if_large(s_.next_align_);
 }
 
 // ---- operations ----
@@ -122,15 +138,18 @@ struct Changed {
 // The canonical decomposition stream, with the library's change markers: the first character of
 // each decomposition stands for the source character, the others are extra; combining marks are
 // put in canonical order between starters (stably, markers travelling with their characters).
-void decompose_stream(std::string_view text, bool compat, std::vector<Changed>& out) {
-  out.clear();
-  std::size_t pending = 0;  // start of the marks not yet in canonical order
-  auto sort_pending = [&] {
-    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(pending), out.end(),
-                     [](const Changed& a, const Changed& b) {
-                       return unicode::combining_class(a.c) < unicode::combining_class(b.c);
-                     });
-    pending = out.size();
+// Handed to emit(const Changed&) as it goes: only the characters since the last starter wait.
+template <typename Emit>
+void decompose_stream(std::string_view text, bool compat, Emit&& emit) {
+  thread_local std::vector<Changed> pending;  // the last starter and the marks after it
+  pending.clear();
+  auto flush = [&] {
+    // The starter sorts first (class 0, and the sort is stable).
+    std::stable_sort(pending.begin(), pending.end(), [](const Changed& a, const Changed& b) {
+      return unicode::combining_class(a.c) < unicode::combining_class(b.c);
+    });
+    for (const Changed& x : pending) emit(x);
+    pending.clear();
   };
   char32_t parts[32];
   std::size_t i = 0;
@@ -138,11 +157,12 @@ void decompose_stream(std::string_view text, bool compat, std::vector<Changed>& 
     const char32_t c = decode_utf8(text, i);
     const int n = c < 0xA0 ? (parts[0] = c, 1) : unicode::decompose(c, compat, parts, 32);
     for (int k = 0; k < n; ++k) {
-      if (unicode::combining_class(parts[k]) == 0) sort_pending();
-      out.push_back({parts[k], k == 0 ? 0 : 1});
+      if (unicode::combining_class(parts[k]) == 0) flush();
+      pending.push_back({parts[k], k == 0 ? 0 : 1});
     }
   }
-  sort_pending();
+  flush();
+  release_if_large(pending);
 }
 
 void apply(NormalizedString::Rewriter& w, const Changed& x) {
@@ -158,18 +178,14 @@ void apply(NormalizedString::Rewriter& w, const Changed& x) {
 
 void NormalizedString::decompose(bool compat) {
   if (is_ascii()) return;
-  thread_local std::vector<Changed> stream;
-  decompose_stream(text_, compat, stream);
   Rewriter w(*this);
-  for (const Changed& x : stream) apply(w, x);
+  decompose_stream(text_, compat, [&w](const Changed& x) { apply(w, x); });
   w.finish();
 }
 
 void NormalizedString::recompose(bool compat) {
   if (is_ascii()) return;
-  thread_local std::vector<Changed> stream;
   thread_local std::vector<Changed> blocked;
-  decompose_stream(text_, compat, stream);
   blocked.clear();
   Rewriter w(*this);
   // Canonical composition as the library's iterator runs it: a starter collects the following
@@ -184,7 +200,7 @@ void NormalizedString::recompose(bool compat) {
     composee.reset();
     last_ccc = -1;
   };
-  for (const Changed& x : stream) {
+  decompose_stream(text_, compat, [&](const Changed& x) {
     const int ccc = unicode::combining_class(x.c);
     if (!composee) {
       if (ccc != 0) {
@@ -192,7 +208,7 @@ void NormalizedString::recompose(bool compat) {
       } else {
         composee = x;
       }
-      continue;
+      return;
     }
     if (last_ccc >= 0 && last_ccc >= ccc) {
       // x is blocked from the composee.
@@ -203,11 +219,11 @@ void NormalizedString::recompose(bool compat) {
         blocked.push_back(x);
         last_ccc = ccc;
       }
-      continue;
+      return;
     }
     if (const auto r = unicode::compose(composee->c, x.c)) {
       composee = Changed{*r, composee->change + x.change - 1};
-      continue;
+      return;
     }
     if (ccc == 0) {
       flush();
@@ -216,9 +232,10 @@ void NormalizedString::recompose(bool compat) {
       blocked.push_back(x);
       last_ccc = ccc;
     }
-  }
+  });
   flush();
   w.finish();
+  release_if_large(blocked);
 }
 
 void NormalizedString::strip(bool left, bool right) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "text/scratch.h"
 #include "text/unicode.h"
 
 namespace il::text {
@@ -73,6 +74,9 @@ class NormalizedString {
   void strip(bool left, bool right);
   void prepend(std::string_view s);
 
+  // Frees the buffers a large text grew (see text/scratch.h).
+  void release_large();
+
  private:
   void decompose(bool compat);
   void recompose(bool compat);
@@ -133,6 +137,7 @@ void NormalizedString::map(Map map) {
     i = 0;
     while (i < t.size()) unicode::append_utf8(next_text_, map(unicode::decode_utf8(t, i)));
     text_.swap(next_text_);
+    release_if_large(next_text_);
     return;
   }
   Rewriter w(*this);

@@ -1,5 +1,6 @@
 #include "text/normalizers.h"
 
+#include <optional>
 #include <vector>
 
 #include "text/precompiled.h"
@@ -139,30 +140,41 @@ class Replace final : public Normalizer {
       : regex_(pattern_from_json(j["pattern"])), content_(j["content"].as_string()) {}
 
   void normalize(NormalizedString& s) const override {
-    thread_local std::vector<PatternPiece> pieces;
-    pieces.clear();
-    regex_.find_matches(s.text(), pieces);
-    bool any = false;
-    for (const PatternPiece& p : pieces) any = any || p.is_match;
-    if (!any || s.text().empty()) return;
-    // The piece bounds are read from the text before the rewriter replaces it.
-    thread_local std::vector<std::pair<std::size_t, bool>> runs;  // (characters, is_match)
-    runs.clear();
-    const std::string_view t = s.text();
-    for (const PatternPiece& p : pieces) {
-      runs.emplace_back(unicode::count_chars(t.substr(p.begin, p.end - p.begin)), p.is_match);
-    }
-    NormalizedString::Rewriter w(s);
-    for (const auto& [chars, is_match] : runs) {
-      if (!is_match) {
-        for (std::size_t k = 0; k < chars; ++k) w.keep();
-        continue;
+    if (s.text().empty()) return;
+    // Rewrites as the matches are found (the text the pattern reads only changes at finish());
+    // the rewrite starts at the first match, so text without one is left as it is.
+    struct Apply final : PieceSink {
+      NormalizedString& s;
+      const std::string& content;
+      std::optional<NormalizedString::Rewriter> w;
+      uint32_t before_begin = 0;  // the text before the first match
+      uint32_t before_end = 0;
+
+      Apply(NormalizedString& str, const std::string& c) : s(str), content(c) {}
+      std::size_t chars(uint32_t begin, uint32_t end) const {
+        return unicode::count_chars(std::string_view(s.text()).substr(begin, end - begin));
       }
-      w.skip(chars);
-      std::size_t i = 0;
-      while (i < content_.size()) w.insert(unicode::decode_utf8(content_, i));
-    }
-    w.finish();
+      void add(uint32_t begin, uint32_t end, bool is_match) override {
+        if (!is_match) {
+          if (!w) {
+            before_begin = begin;
+            before_end = end;
+            return;
+          }
+          for (std::size_t k = chars(begin, end); k > 0; --k) w->keep();
+          return;
+        }
+        if (!w) {
+          w.emplace(s);
+          for (std::size_t k = chars(before_begin, before_end); k > 0; --k) w->keep();
+        }
+        w->skip(chars(begin, end));
+        std::size_t i = 0;
+        while (i < content.size()) w->insert(unicode::decode_utf8(content, i));
+      }
+    } apply(s, content_);
+    regex_.find_matches(s.text(), apply);
+    if (apply.w) apply.w->finish();
   }
 
  private:

@@ -14,24 +14,20 @@ void set_type_ids(TokenSequence& s, int32_t type_id) {
   s.type_ids.assign(s.size(), type_id);
 }
 
+bool is_byte_level_space(char32_t c) { return c == 0x120 || unicode::is_whitespace(c); }
+
 // The byte-level offset trimming (ByteLevel and RobertaProcessing with trim_offsets): leading and
 // trailing spaces of a token (the byte-level space 'Ġ' or real whitespace) leave its offsets,
 // except one leading space of the first token when the pre-tokenizer added it. The library
 // counts characters, so the offsets move by characters of the token's sequence text.
 void trim_offsets(TokenSequence& s, bool add_prefix_space,
                   std::span<const std::string_view> texts) {
-  auto is_space = [](char32_t c) { return c == 0x120 || unicode::is_whitespace(c); };
   for (std::size_t i = 0; i < s.size(); ++i) {
     const int8_t seq = s.sequence_ids[i];
     if (seq < 0 || static_cast<std::size_t>(seq) >= texts.size()) continue;  // special token
     const std::string_view text = texts[static_cast<std::size_t>(seq)];
-    const std::string_view tok = s.tokens[i];
-    std::size_t leading = 0;
-    std::size_t p = 0;
-    while (p < tok.size() && is_space(unicode::decode_utf8(tok, p))) ++leading;
-    std::size_t trailing = 0;
-    std::size_t e = tok.size();
-    while (e > 0 && is_space(unicode::decode_utf8_before(tok, e, &e))) ++trailing;
+    std::size_t leading = s.spaces[i].first;
+    const std::size_t trailing = s.spaces[i].second;
     if (leading == 0 && trailing == 0) continue;
     Offsets& o = s.offsets[i];
     if (leading > 0) {
@@ -65,7 +61,7 @@ class TemplateProcessing final : public PostProcessor {
       if (ids.size() != tokens.size()) ref.fail("has ids and tokens of different lengths");
       for (std::size_t i = 0; i < ids.size(); ++i) {
         sp.ids.push_back(static_cast<int32_t>(ids.at(i).as_int(0, INT32_MAX)));
-        sp.tokens.push_back(tokens.at(i).as_string());
+        tokens.at(i).as_string();  // checked; the engine reports ids, not token strings
       }
       specials_.emplace(name, std::move(sp));
     }
@@ -82,19 +78,24 @@ class TemplateProcessing final : public PostProcessor {
   void process(std::vector<TokenSequence>& seqs, bool add_special_tokens,
                std::span<const std::string_view>) const override {
     const auto& tmpl = seqs.size() == 2 ? pair_ : single_;
+    // A sequence is moved into its last place in the template and copied into the others.
+    std::size_t last_use[2] = {0, 0};
+    for (std::size_t k = 0; k < tmpl.size(); ++k) {
+      if (tmpl[k].special == nullptr) last_use[tmpl[k].sequence] = k;
+    }
     std::vector<TokenSequence> out;
     out.reserve(tmpl.size());
-    for (const Piece& p : tmpl) {
+    for (std::size_t k = 0; k < tmpl.size(); ++k) {
+      const Piece& p = tmpl[k];
       if (p.special == nullptr) {
-        TokenSequence s = seqs[p.sequence];
+        TokenSequence s = last_use[p.sequence] == k ? std::move(seqs[p.sequence])
+                                                    : TokenSequence(seqs[p.sequence]);
         set_type_ids(s, p.type_id);
         s.sequence_ids.assign(s.size(), static_cast<int8_t>(p.sequence));
         out.push_back(std::move(s));
       } else if (add_special_tokens) {
         TokenSequence s;
-        for (std::size_t k = 0; k < p.special->ids.size(); ++k) {
-          s.push(p.special->ids[k], p.type_id, {0, 0}, 1, -1, p.special->tokens[k]);
-        }
+        for (const int32_t id : p.special->ids) s.push(id, p.type_id, {0, 0}, 1, -1);
         out.push_back(std::move(s));
       }
     }
@@ -104,7 +105,6 @@ class TemplateProcessing final : public PostProcessor {
  private:
   struct Special {
     std::vector<int32_t> ids;
-    std::vector<std::string> tokens;
   };
   struct Piece {
     const Special* special = nullptr;  // null: a sequence
@@ -221,12 +221,12 @@ class BertProcessing final : public PostProcessor {
     if (!add_special_tokens) return;
     std::vector<TokenSequence> out;
     TokenSequence cls;
-    cls.push(cls_.second, 0, {0, 0}, 1, -1, cls_.first);
+    cls.push(cls_.second, 0, {0, 0}, 1, -1);
     out.push_back(std::move(cls));
     for (std::size_t i = 0; i < seqs.size(); ++i) {
       out.push_back(std::move(seqs[i]));
       TokenSequence sep;
-      sep.push(sep_.second, i == 0 ? 0 : 1, {0, 0}, 1, -1, sep_.first);
+      sep.push(sep_.second, i == 0 ? 0 : 1, {0, 0}, 1, -1);
       out.push_back(std::move(sep));
     }
     seqs.swap(out);
@@ -246,6 +246,7 @@ class RobertaProcessing final : public PostProcessor {
         add_prefix_space_(j.get_bool("add_prefix_space", true)) {}
 
   std::size_t added_tokens(bool pair) const override { return pair ? 4 : 2; }
+  bool trims_offsets() const override { return trim_offsets_; }
 
   void process(std::vector<TokenSequence>& seqs, bool add_special_tokens,
                std::span<const std::string_view> texts) const override {
@@ -257,12 +258,11 @@ class RobertaProcessing final : public PostProcessor {
     std::vector<TokenSequence> out;
     for (std::size_t i = 0; i < seqs.size(); ++i) {
       TokenSequence open;
-      open.push(i == 0 ? cls_.second : sep_.second, 0, {0, 0}, 1, -1,
-                i == 0 ? cls_.first : sep_.first);
+      open.push(i == 0 ? cls_.second : sep_.second, 0, {0, 0}, 1, -1);
       out.push_back(std::move(open));
       out.push_back(std::move(seqs[i]));
       TokenSequence close;
-      close.push(sep_.second, 0, {0, 0}, 1, -1, sep_.first);
+      close.push(sep_.second, 0, {0, 0}, 1, -1);
       out.push_back(std::move(close));
     }
     seqs.swap(out);
@@ -282,6 +282,7 @@ class ByteLevelProcessing final : public PostProcessor {
         add_prefix_space_(j.get_bool("add_prefix_space", true)) {}
 
   std::size_t added_tokens(bool) const override { return 0; }
+  bool trims_offsets() const override { return trim_offsets_; }
 
   void process(std::vector<TokenSequence>& seqs, bool,
                std::span<const std::string_view> texts) const override {
@@ -307,6 +308,13 @@ class SequenceProcessing final : public PostProcessor {
     return n;
   }
 
+  bool trims_offsets() const override {
+    for (const auto& p : parts_) {
+      if (p->trims_offsets()) return true;
+    }
+    return false;
+  }
+
   void process(std::vector<TokenSequence>& seqs, bool add_special_tokens,
                std::span<const std::string_view> texts) const override {
     for (const auto& p : parts_) p->process(seqs, add_special_tokens, texts);
@@ -317,6 +325,16 @@ class SequenceProcessing final : public PostProcessor {
 };
 
 }  // namespace
+
+std::pair<uint32_t, uint32_t> byte_level_spaces(std::string_view token) {
+  uint32_t leading = 0;
+  std::size_t p = 0;
+  while (p < token.size() && is_byte_level_space(unicode::decode_utf8(token, p))) ++leading;
+  uint32_t trailing = 0;
+  std::size_t e = token.size();
+  while (e > 0 && is_byte_level_space(unicode::decode_utf8_before(token, e, &e))) ++trailing;
+  return {leading, trailing};
+}
 
 std::unique_ptr<PostProcessor> make_post_processor(const JsonRef& j) {
   const std::string t = j.type(

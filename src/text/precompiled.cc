@@ -3,6 +3,7 @@
 #include <utf8proc.h>
 
 #include "core/error.h"
+#include "text/scratch.h"
 #include "text/unicode.h"
 
 namespace il::text {
@@ -151,7 +152,10 @@ class Precompiled final : public Normalizer {
     if (!may_change) return;
     thread_local std::vector<Edit> edits;
     edits.clear();
-    if (!plan_edits(text, edits)) return;
+    if (!plan_edits(text, edits)) {
+      release_if_large(edits);
+      return;
+    }
     NormalizedString::Rewriter w(s);
     for (const Edit& e : edits) {
       // Each grapheme's edits consume exactly its characters, so a replacement never runs past
@@ -164,6 +168,7 @@ class Precompiled final : public Normalizer {
       if (e.change < 0) w.skip(static_cast<std::size_t>(-e.change));
     }
     w.finish();
+    release_if_large(edits);
   }
 
  private:

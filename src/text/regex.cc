@@ -156,11 +156,24 @@ Regex& Regex::operator=(Regex&&) noexcept = default;
 Regex::~Regex() = default;
 
 void Regex::find_matches(std::string_view text, std::vector<PatternPiece>& out) const {
+  struct ToVector final : PieceSink {
+    std::vector<PatternPiece>& out;
+    explicit ToVector(std::vector<PatternPiece>& o) : out(o) {}
+    void add(uint32_t begin, uint32_t end, bool is_match) override {
+      out.push_back({begin, end, is_match});
+    }
+  } sink(out);
+  find_matches(text, sink);
+}
+
+void Regex::find_matches(std::string_view text, PieceSink& sink) const {
   const auto n = static_cast<uint32_t>(text.size());
   if (n == 0) {
-    out.push_back({0, 0, false});
+    sink.add(0, 0, false);
     return;
   }
+  // The sink may match other patterns on this thread (a split of a split), which reuses the
+  // match data: everything read from it is copied out before the sink is called.
   MatchScratch& s = scratch();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t search_from = 0;
@@ -188,11 +201,11 @@ void Regex::find_matches(std::string_view text, std::vector<PatternPiece>& out) 
     search_from = end;
     last_match_end = end;
     any_match = true;
-    if (covered != begin) out.push_back({covered, begin, false});
-    out.push_back({begin, end, true});
+    if (covered != begin) sink.add(covered, begin, false);
+    sink.add(begin, end, true);
     covered = end;
   }
-  if (covered != n) out.push_back({covered, n, false});
+  if (covered != n) sink.add(covered, n, false);
 }
 
 Regex pattern_from_json(const JsonRef& pattern) {

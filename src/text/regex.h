@@ -27,6 +27,15 @@ struct PatternPiece {
   bool is_match;
 };
 
+// Receives the pieces of a text cut by a pattern, in order.
+class PieceSink {
+ public:
+  virtual void add(uint32_t begin, uint32_t end, bool is_match) = 0;
+
+ protected:
+  ~PieceSink() = default;
+};
+
 class Regex {
  public:
   // Compiles `pattern` (a regular expression, or with `literal` a plain string to find). Throws
@@ -40,8 +49,9 @@ class Regex {
   // The library's Pattern::find_matches: `text` (valid UTF-8) cut into consecutive pieces that
   // cover it, the matches flagged, found in the order Oniguruma's find_iter reports them (an
   // empty match right where the previous match ended is skipped). Empty text gives one empty
-  // non-match piece. Appends to `out`.
+  // non-match piece. Appends to `out`, or hands the pieces to `sink` as they are found.
   void find_matches(std::string_view text, std::vector<PatternPiece>& out) const;
+  void find_matches(std::string_view text, PieceSink& sink) const;
 
   // The pattern as given (before any rewriting).
   const std::string& pattern() const { return pattern_; }

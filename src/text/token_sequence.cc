@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "text/scratch.h"
 
 namespace il::text {
 
@@ -12,34 +13,34 @@ void TokenSequence::clear() {
   offsets.clear();
   special_tokens_mask.clear();
   sequence_ids.clear();
-  tokens.clear();
-}
-
-void TokenSequence::reserve(std::size_t n) {
-  ids.reserve(n);
-  type_ids.reserve(n);
-  offsets.reserve(n);
-  special_tokens_mask.reserve(n);
-  sequence_ids.reserve(n);
-  tokens.reserve(n);
+  spaces.clear();
 }
 
 void TokenSequence::push(int32_t id, int32_t type_id, std::pair<uint32_t, uint32_t> offset,
-                         uint8_t special, int8_t sequence_id, std::string_view token) {
+                         uint8_t special, int8_t sequence_id) {
   ids.push_back(id);
   type_ids.push_back(type_id);
   offsets.push_back(offset);
   special_tokens_mask.push_back(special);
   sequence_ids.push_back(sequence_id);
-  tokens.push_back(token);
+}
+
+void TokenSequence::complete(int32_t type_id, int8_t sequence_id) {
+  type_ids.assign(ids.size(), type_id);
+  special_tokens_mask.assign(ids.size(), 0);
+  sequence_ids.assign(ids.size(), sequence_id);
+}
+
+void TokenSequence::release_large() {
+  release_if_large(ids);
+  release_if_large(type_ids);
+  release_if_large(offsets);
+  release_if_large(special_tokens_mask);
+  release_if_large(sequence_ids);
+  release_if_large(spaces);
 }
 
 namespace {
-template <typename T>
-void append_to(std::vector<T>& a, const std::vector<T>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-}
-
 template <typename T>
 void keep(std::vector<T>& v, std::size_t n, TruncationDirection direction) {
   if (v.size() <= n) return;
@@ -52,22 +53,13 @@ void keep(std::vector<T>& v, std::size_t n, TruncationDirection direction) {
 }
 }  // namespace
 
-void TokenSequence::append(const TokenSequence& o) {
-  append_to(ids, o.ids);
-  append_to(type_ids, o.type_ids);
-  append_to(offsets, o.offsets);
-  append_to(special_tokens_mask, o.special_tokens_mask);
-  append_to(sequence_ids, o.sequence_ids);
-  append_to(tokens, o.tokens);
-}
-
 void TokenSequence::truncate(std::size_t n, TruncationDirection direction) {
   keep(ids, n, direction);
   keep(type_ids, n, direction);
   keep(offsets, n, direction);
   keep(special_tokens_mask, n, direction);
   keep(sequence_ids, n, direction);
-  keep(tokens, n, direction);
+  keep(spaces, n, direction);
 }
 
 void truncate_sequences(TokenSequence& first, TokenSequence* second, std::size_t max_length,

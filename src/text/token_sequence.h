@@ -1,9 +1,8 @@
 // The library's Encoding while it is being built (one per input sequence, then merged): the
-// fields we report plus the token strings some post-processors read.
+// fields we report plus what the byte-level offset trimming reads of the token strings.
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,16 +16,19 @@ struct TokenSequence {
   std::vector<std::pair<uint32_t, uint32_t>> offsets;
   std::vector<uint8_t> special_tokens_mask;
   std::vector<int8_t> sequence_ids;
-  // Token strings; they point into the model, the added vocabulary, the post-processor or the
-  // normalised text of the current encode call, so they live no longer than that call.
-  std::vector<std::string_view> tokens;
+  // The space characters at the start and at the end of each token's string (see
+  // byte_level_spaces), for post-processors that trim offsets; empty for the others.
+  std::vector<std::pair<uint32_t, uint32_t>> spaces;
 
   std::size_t size() const { return ids.size(); }
   void clear();
-  void reserve(std::size_t n);
   void push(int32_t id, int32_t type_id, std::pair<uint32_t, uint32_t> offset, uint8_t special,
-            int8_t sequence_id, std::string_view token);
-  void append(const TokenSequence& other);
+            int8_t sequence_id);
+  // After a sequence's tokens were pushed as ids and offsets (and spaces) only: gives them all
+  // the same type id and sequence id, none of them special.
+  void complete(int32_t type_id, int8_t sequence_id);
+  // Frees the buffers that grew large (see text/scratch.h).
+  void release_large();
   // Keeps the first (right truncation) or last (left truncation) n tokens.
   void truncate(std::size_t n, TruncationDirection direction);
 };

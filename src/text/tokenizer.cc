@@ -3,13 +3,13 @@
 // the model, truncation, the post-processor.
 #include "text/tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
+#include <span>
 #include <sstream>
 
 #include "core/error.h"
-#include "io/json_util.h"
-#include "io/regular_file.h"
 #include "text/added_vocabulary.h"
 #include "text/decoders.h"
 #include "text/json_util.h"
@@ -17,30 +17,60 @@
 #include "text/normalizers.h"
 #include "text/post_processors.h"
 #include "text/pre_tokenizers.h"
+#include "text/scratch.h"
 #include "text/token_sequence.h"
 
 namespace il::text {
 namespace {
 
 // Per-thread scratch space: encode() is const and thread-safe, and reuses these buffers so a warm
-// thread does not allocate per token.
+// thread does not allocate per token. Buffers a large input grew are freed after the call (see
+// text/scratch.h).
 struct Workspace {
   NormalizedString piece;
-  PreTokenizedString pre[2];
+  SplitWalkScratch walk;
   std::vector<AddedSplit> raw_splits;
   std::vector<AddedSplit> normalized_splits;
-  std::vector<ModelToken> model_tokens;
-  struct Group {
-    std::size_t split;        // index into the pre-tokenized splits
-    std::size_t first_token;  // its first token in model_tokens
-  };
-  std::vector<Group> groups;
+  std::vector<ModelToken> word_tokens;
+  std::vector<uint32_t> group_sizes;  // tokens per visited word, when visiting backwards
   std::vector<TokenSequence> seqs;
+
+  // The buffers of the sequences' text: freed (when large) before the tokens are assembled.
+  void release_large_text() {
+    piece.release_large();
+    walk.release_large();
+    release_if_large(raw_splits);
+    release_if_large(normalized_splits);
+    release_if_large(word_tokens);
+    release_if_large(group_sizes);
+  }
 };
 
 Workspace& workspace() {
   thread_local Workspace w;
   return w;
+}
+
+// Reverses the order of the groups of consecutive elements (sizes given in their current
+// order), keeping the order inside each group.
+template <typename T>
+void reverse_groups(std::vector<T>& v, std::span<const uint32_t> sizes) {
+  std::reverse(v.begin(), v.end());
+  auto it = v.begin();
+  for (std::size_t g = sizes.size(); g-- > 0;) {
+    std::reverse(it, it + sizes[g]);
+    it += sizes[g];
+  }
+}
+
+// The sequence-text range of a token's bytes [begin, end) of its word: from the start of the
+// first byte's source to the end of the last's, as the library converts offsets. A token that
+// covers no byte of the word (a byte-fallback token of a continuing-subword prefix or suffix,
+// which the library cannot convert at all) gets the empty range where its bytes would be.
+Alignment source_range(std::span<const Alignment> align, uint32_t begin, uint32_t end) {
+  if (begin < end && end <= align.size()) return {align[begin].begin, align[end - 1].end};
+  const uint32_t at = begin < align.size() ? align[begin].begin : align.back().end;
+  return {at, at};
 }
 
 void check_input(std::string_view text, const char* which) {
@@ -69,78 +99,98 @@ struct Tokenizer::Impl {
   // from the end that truncation keeps (see encode()).
   void encode_sequence(std::string_view text, int32_t type_id, int8_t sequence_id,
                        std::size_t stop_at, TruncationDirection direction, Workspace& w,
-                       PreTokenizedString& pre, TokenSequence& out) const;
+                       TokenSequence& out) const;
   Encoding encode(std::string_view first, const std::string_view* second,
                   const EncodeOptions& options) const;
 };
 
+// The pipeline, one piece of text at a time: the added tokens split the raw text; each part
+// between them is normalised, split by the normalised added tokens, and walked through the
+// pre-tokenizer, the model tokenizing each word as it is reached. Only the text of one part and
+// the tokens so far are held at once.
 void Tokenizer::Impl::encode_sequence(std::string_view text, int32_t type_id, int8_t sequence_id,
                                       std::size_t stop_at, TruncationDirection direction,
-                                      Workspace& w, PreTokenizedString& pre,
-                                      TokenSequence& out) const {
-  pre.clear();
+                                      Workspace& w, TokenSequence& out) const {
+  out.clear();
+  const bool backwards = stop_at > 0 && direction == TruncationDirection::kLeft;
+  const bool spaces = post_processor && post_processor->trims_offsets();
+  w.group_sizes.clear();
+  std::size_t count = 0;
+
+  auto push_added = [&](int32_t id, Alignment a, std::string_view matched) {
+    out.ids.push_back(id);
+    out.offsets.emplace_back(a.begin, a.end);
+    if (spaces) out.spaces.push_back(byte_level_spaces(matched));
+    if (backwards) w.group_sizes.push_back(1);
+    ++count;  // the library only checks the limit after a word the model tokenized
+  };
+  // Returns false once the limit is reached.
+  auto word = [&](std::string_view t, std::span<const Alignment> align) {
+    w.word_tokens.clear();
+    model->tokenize(t, w.word_tokens);
+    for (const ModelToken& m : w.word_tokens) {
+      out.ids.push_back(m.id);
+      const Alignment a = source_range(align, m.begin, m.end);
+      out.offsets.emplace_back(a.begin, a.end);
+      if (spaces) {
+        out.spaces.push_back(byte_level_spaces(model->id_to_token(m.id).value_or("")));
+      }
+    }
+    if (backwards) w.group_sizes.push_back(static_cast<uint32_t>(w.word_tokens.size()));
+    count += w.word_tokens.size();
+    return !(stop_at > 0 && count >= stop_at);
+  };
+  auto walk = [&](std::string_view t, std::span<const Alignment> align) {
+    if (t.empty()) return true;
+    if (!pre_tokenizer) return word(t, align);
+    return pre_tokenizer->walk(t, align, backwards, w.walk, word);
+  };
+
   if (added.has_raw_tokens()) {
     added.split(text, false, w.raw_splits);
   } else {
     w.raw_splits.assign(1, {0, static_cast<uint32_t>(text.size()), -1});
   }
-  for (const AddedSplit& r : w.raw_splits) {
-    w.piece.reset(text.substr(r.begin, r.end - r.begin), r.begin);
+  const std::size_t n_raw = w.raw_splits.size();
+  for (std::size_t i = 0; i < n_raw; ++i) {
+    const AddedSplit r = w.raw_splits[backwards ? n_raw - 1 - i : i];
+    const std::string_view part = text.substr(r.begin, r.end - r.begin);
     if (r.id >= 0) {
-      pre.append(w.piece, 0, w.piece.text().size(), r.id);
+      if (!part.empty()) push_added(r.id, {r.begin, r.end}, part);
       continue;
     }
+    w.piece.reset(part, r.begin);
     if (normalizer) normalizer->normalize(w.piece);
+    const std::string_view normalized = w.piece.text();
+    const auto align = w.piece.alignments();
     if (!added.has_normalized_tokens()) {
-      pre.append(w.piece, 0, w.piece.text().size(), -1);
+      if (!walk(normalized, align)) break;
       continue;
     }
-    added.split(w.piece.text(), true, w.normalized_splits);
-    for (const AddedSplit& n : w.normalized_splits) pre.append(w.piece, n.begin, n.end, n.id);
-  }
-  if (pre_tokenizer) pre_tokenizer->pre_tokenize(pre);
-
-  // The words' tokens go to w.model_tokens (added tokens as one token with an empty range), one
-  // group per word, in the order the words are visited.
-  const auto splits = pre.splits();
-  const bool backwards = stop_at > 0 && direction == TruncationDirection::kLeft;
-  w.model_tokens.clear();
-  w.groups.clear();
-  std::size_t count = 0;
-  for (std::size_t k = 0; k < splits.size(); ++k) {
-    const std::size_t index = backwards ? splits.size() - 1 - k : k;
-    const auto& s = splits[index];
-    w.groups.push_back({index, w.model_tokens.size()});
-    if (s.token_id >= 0) {
-      w.model_tokens.push_back({s.token_id, 0, 0});
-      ++count;
-      continue;  // the library only checks the limit after a word the model tokenized
+    added.split(normalized, true, w.normalized_splits);
+    const std::size_t n = w.normalized_splits.size();
+    bool stopped = false;
+    for (std::size_t k = 0; k < n && !stopped; ++k) {
+      const AddedSplit s = w.normalized_splits[backwards ? n - 1 - k : k];
+      if (s.begin >= s.end) continue;
+      const std::string_view t = normalized.substr(s.begin, s.end - s.begin);
+      const auto a = align.subspan(s.begin, s.end - s.begin);
+      if (s.id >= 0) {
+        push_added(s.id, {a.front().begin, a.back().end}, t);
+      } else {
+        stopped = !walk(t, a);
+      }
     }
-    const std::size_t before = w.model_tokens.size();
-    model->tokenize(pre.text(s), w.model_tokens);
-    count += w.model_tokens.size() - before;
-    if (stop_at > 0 && count >= stop_at) break;
+    if (stopped) break;
   }
-  out.clear();
-  out.reserve(count);
-  for (std::size_t g = 0; g < w.groups.size(); ++g) {
-    const std::size_t k = backwards ? w.groups.size() - 1 - g : g;
-    const auto& s = splits[w.groups[k].split];
-    const std::size_t first = w.groups[k].first_token;
-    const std::size_t last =
-        k + 1 < w.groups.size() ? w.groups[k + 1].first_token : w.model_tokens.size();
-    if (s.token_id >= 0) {
-      const Alignment a = pre.original_range(s.begin, s.end);
-      out.push(s.token_id, type_id, {a.begin, a.end}, 0, sequence_id, pre.text(s));
-      continue;
-    }
-    for (std::size_t i = first; i < last; ++i) {
-      const ModelToken& t = w.model_tokens[i];
-      const Alignment a = pre.original_range(s.begin + t.begin, s.begin + t.end);
-      out.push(t.id, type_id, {a.begin, a.end}, 0, sequence_id,
-               model->id_to_token(t.id).value_or(std::string_view()));
-    }
+  // Words were visited last first: put their groups of tokens back in text order.
+  if (backwards) {
+    reverse_groups(out.ids, w.group_sizes);
+    reverse_groups(out.offsets, w.group_sizes);
+    if (spaces) reverse_groups(out.spaces, w.group_sizes);
   }
+  w.release_large_text();
+  out.complete(type_id, sequence_id);
 }
 
 Encoding Tokenizer::Impl::encode(std::string_view first, const std::string_view* second,
@@ -162,9 +212,9 @@ Encoding Tokenizer::Impl::encode(std::string_view first, const std::string_view*
   // second side is empty is then refused, not fitted (measured on the byte-level BPE files).
   const std::size_t stop_first =
       options.strategy == TruncationStrategy::kOnlySecond ? 0 : stop_at;
-  encode_sequence(first, 0, 0, stop_first, options.direction, w, w.pre[0], w.seqs[0]);
+  encode_sequence(first, 0, 0, stop_first, options.direction, w, w.seqs[0]);
   if (second != nullptr) {
-    encode_sequence(*second, 1, 1, stop_at, options.direction, w, w.pre[1], w.seqs[1]);
+    encode_sequence(*second, 1, 1, stop_at, options.direction, w, w.seqs[1]);
   }
 
   if (options.max_length > 0) {
@@ -209,20 +259,30 @@ Encoding Tokenizer::Impl::encode(std::string_view first, const std::string_view*
                                  s.special_tokens_mask.end());
     e.sequence_ids.insert(e.sequence_ids.end(), s.sequence_ids.begin(), s.sequence_ids.end());
   }
+  for (TokenSequence& s : w.seqs) s.release_large();
   return e;
 }
 
 // ---- loading ----
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
-  // A regular file only: a FIFO in its place would block the read forever.
-  return from_json_string(io::read_regular_file(tokenizer_json), tokenizer_json.string());
+  std::ifstream in(tokenizer_json, std::ios::binary);
+  if (!in) throw make_error(tokenizer_json.string(), ": cannot open the file");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) throw make_error(tokenizer_json.string(), ": read error");
+  return from_json_string(buf.str(), tokenizer_json.string());
 }
 
 Tokenizer Tokenizer::from_json_string(std::string_view json, const std::string& source_name) {
   auto impl = std::make_unique<Impl>();
   impl->source = source_name;
-  const Json doc = io::parse_json_limited(json, source_name);  // nesting bounded, as for every file
+  Json doc;
+  try {
+    doc = Json::parse(json);
+  } catch (const Json::parse_error& e) {
+    throw make_error(source_name, ": not valid JSON: ", e.what());
+  }
   const JsonRef root(impl->source, doc, "");
   root.expect_object();
   if (const auto version = root.find("version")) {

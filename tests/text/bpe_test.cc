@@ -117,6 +117,26 @@ TEST(Bpe, ByteFallbackSpellsUnknownCharactersAsBytes) {
   EXPECT_EQ(t.decode(t.encode("aé").ids), "a <0xC3> <0xA9>");  // no decoder: joined by spaces
 }
 
+TEST(Bpe, ByteFallbackTokensOfAPrefixGetEmptyOffsetsAtTheWordEnd) {
+  // "x" after the first character is spelled "##x": three byte tokens for one byte of the word.
+  // The first covers it; the two the word has no bytes for get the empty range at its end (the
+  // library cannot convert their offsets at all), never a range read past the word.
+  const Strings vocab = {"<unk>", "a", "<0x23>", "<0x78>"};
+  json doc = bpe_doc(vocab, json::array(),
+                     {{"unk_token", "<unk>"},
+                      {"byte_fallback", true},
+                      {"continuing_subword_prefix", "##"}});
+  doc["pre_tokenizer"] = {{"type", "WhitespaceSplit"}};
+  const auto t = testing::load(doc);
+  const Strings word = {"a", "<0x23>", "<0x23>", "<0x78>"};
+  Tokens r = tokenize(t, "ax");
+  EXPECT_EQ(r.text, word);
+  EXPECT_EQ(r.offsets, (Offsets{{0, 1}, {1, 2}, {2, 2}, {2, 2}}));
+  r = tokenize(t, "ax ax");
+  EXPECT_EQ(r.offsets,
+            (Offsets{{0, 1}, {1, 2}, {2, 2}, {2, 2}, {3, 4}, {4, 5}, {5, 5}, {5, 5}}));
+}
+
 TEST(Bpe, ContinuingSubwordPrefixAndEndOfWordSuffix) {
   const Strings vocab = {"<unk>", "a", "##b", "##c</w>", "ab", "abc</w>", "c</w>", "##b</w>"};
   const json merges = {"a ##b", "ab ##c</w>"};

@@ -45,6 +45,20 @@ TEST(TokenizerErrors, UnsupportedComponentTypes) {
   EXPECT_NE(load_error(j).find("post_processor.type \"Nope\""), std::string::npos);
 }
 
+TEST(TokenizerErrors, TooManyPreTokenizerSteps) {
+  // Each step is a level of recursion when a sequence is walked: a file with a huge Sequence is
+  // refused at load, not left to exhaust the stack at the first encode.
+  json j = testing::bert_like();
+  json steps = json::array();
+  for (int i = 0; i < 200; ++i) steps.push_back({{"type", "BertPreTokenizer"}});  // 2 steps each
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", steps}};
+  EXPECT_EQ(load_error(j),
+            "tokenizer.json: pre_tokenizer has 400 steps, more than the 256 supported");
+  steps.erase(steps.begin() + 128, steps.end());
+  j["pre_tokenizer"]["pretokenizers"] = steps;
+  EXPECT_EQ(testing::load(j).encode("a b").ids.size(), 4u);  // [CLS] a b [SEP]
+}
+
 TEST(TokenizerErrors, MalformedFields) {
   json j = testing::bert_like();
   j.erase("model");

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "text/scratch.h"
 #include "text/unicode.h"
 
 namespace il::text {
@@ -294,6 +295,9 @@ void Bpe::merge_all(std::vector<Symbol>& symbols) const {
   };
   thread_local std::vector<Candidate> queue;
   queue.clear();
+  // Room for every adjacent pair: the queue then grows at most once more, by the merges that
+  // make new pairs.
+  queue.reserve(symbols.size());
   for (std::size_t k = 0; k + 1 < symbols.size(); ++k) {
     if (const Merge* m = merges_.find(symbols[k].id, symbols[k + 1].id)) {
       queue.push_back({m->rank, static_cast<uint32_t>(k), m->new_id});
@@ -333,6 +337,7 @@ void Bpe::merge_all(std::vector<Symbol>& symbols) const {
       }
     }
   }
+  release_if_large(queue);
 }
 
 void Bpe::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
@@ -356,6 +361,7 @@ void Bpe::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
     pos += s.len;
     out.push_back({s.id, begin, std::min(pos, n)});
   }
+  release_if_large(symbols);
 }
 
 }  // namespace il::text

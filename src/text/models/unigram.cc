@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "text/scratch.h"
 #include "text/unicode.h"
 
 namespace il::text {
@@ -182,51 +183,79 @@ void Unigram::tokenize(std::string_view word, std::vector<ModelToken>& out) cons
     start += char_len;
   }
 
-  // Walk back from the end; the pieces come out last first.
-  const std::size_t first = out.size();
-  auto end = static_cast<uint32_t>(n);
-  while (end > 0) {
+  // Walk back from the end, each run of unknown pieces fused into one (the library's fuse_unk,
+  // always on for Unigram), counting first so that every token goes straight to its place.
+  const bool fuse = unk_id_ >= 0;
+  std::size_t count = 0;
+  bool previous_unknown = false;
+  for (auto end = static_cast<uint32_t>(n); end > 0;) {
     const Best& b = best[end];
-    out.push_back({b.id, static_cast<uint32_t>(b.start), end});
+    const bool unknown = fuse && b.id == unk_id_;
+    if (!(unknown && previous_unknown)) ++count;
+    previous_unknown = unknown;
     end = static_cast<uint32_t>(b.start);
   }
-  std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
-  if (unk_id_ < 0) return;
+  const std::size_t first = out.size();
+  out.resize(first + count);
+  std::size_t k = out.size();
+  previous_unknown = false;
+  for (auto end = static_cast<uint32_t>(n); end > 0;) {
+    const Best& b = best[end];
+    const bool unknown = fuse && b.id == unk_id_;
+    if (unknown && previous_unknown) {
+      out[k].begin = static_cast<uint32_t>(b.start);
+    } else {
+      out[--k] = {b.id, static_cast<uint32_t>(b.start), end};
+    }
+    previous_unknown = unknown;
+    end = static_cast<uint32_t>(b.start);
+  }
+  release_if_large(best);
+  if (!fuse) return;
 
-  // Consecutive unknown pieces fuse into one (the library's fuse_unk, always on for Unigram).
+  // The fused runs take their final tokens in place, unless one is spelled out byte by byte.
+  bool spelled = false;
+  for (std::size_t i = first; i < out.size(); ++i) {
+    if (out[i].id != unk_id_) continue;
+    const int32_t id = unknown_token(word.substr(out[i].begin, out[i].end - out[i].begin));
+    if (id >= 0) {
+      out[i].id = id;
+    } else {
+      spelled = true;
+    }
+  }
+  if (!spelled) return;
   thread_local std::vector<ModelToken> pieces;
   pieces.assign(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
   out.resize(first);
-  for (std::size_t i = 0; i < pieces.size();) {
-    if (pieces[i].id != unk_id_) {
-      out.push_back(pieces[i++]);
+  for (const ModelToken& p : pieces) {
+    if (p.id != unk_id_) {
+      out.push_back(p);
       continue;
     }
-    const uint32_t begin = pieces[i].begin;
-    while (i < pieces.size() && pieces[i].id == unk_id_) ++i;
-    push_unknown(word, begin, pieces[i - 1].end, out);
+    const std::string_view text = word.substr(p.begin, p.end - p.begin);
+    if (const int32_t id = unknown_token(text); id >= 0) {
+      out.push_back({id, p.begin, p.end});
+      continue;
+    }
+    // Every byte token spans the whole unknown text, as in the library.
+    for (const char c : text) {
+      out.push_back({byte_ids_[static_cast<unsigned char>(c)], p.begin, p.end});
+    }
   }
+  release_if_large(pieces);
 }
 
-void Unigram::push_unknown(std::string_view word, uint32_t begin, uint32_t end,
-                           std::vector<ModelToken>& out) const {
+int32_t Unigram::unknown_token(std::string_view text) const {
   // The library looks the fused text up again: it may itself be a piece.
-  const std::string_view text = word.substr(begin, end - begin);
-  if (const int32_t id = trie_.find(text); id >= 0) {
-    out.push_back({id, begin, end});
-    return;
-  }
+  if (const int32_t id = trie_.find(text); id >= 0) return id;
   if (byte_fallback_) {
     const bool all_bytes = std::all_of(text.begin(), text.end(), [&](char c) {
       return byte_ids_[static_cast<unsigned char>(c)] >= 0;
     });
-    if (all_bytes) {
-      // Every byte token spans the whole unknown text, as in the library.
-      for (char c : text) out.push_back({byte_ids_[static_cast<unsigned char>(c)], begin, end});
-      return;
-    }
+    if (all_bytes) return text.size() == 1 ? byte_ids_[static_cast<unsigned char>(text[0])] : -1;
   }
-  out.push_back({unk_id_, begin, end});
+  return unk_id_;
 }
 
 }  // namespace il::text

@@ -21,9 +21,9 @@ class Unigram final : public Model {
   std::size_t vocab_size() const override { return pieces_.size(); }
 
  private:
-  // The tokens of one run of fused unknown characters [begin, end) of `word`.
-  void push_unknown(std::string_view word, uint32_t begin, uint32_t end,
-                    std::vector<ModelToken>& out) const;
+  // The token a run of fused unknown characters becomes: a piece (the run's text may be one),
+  // the unknown token, or -1 when byte_fallback spells it as the tokens of its bytes.
+  int32_t unknown_token(std::string_view text) const;
 
   std::vector<std::string> pieces_;  // by id
   std::vector<double> scores_;       // by id
