@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_util.h"
+#include "io/regular_file.h"
 #include "text/added_vocabulary.h"
 #include "text/decoders.h"
 #include "text/json_util.h"
@@ -266,23 +268,14 @@ Encoding Tokenizer::Impl::encode(std::string_view first, const std::string_view*
 // ---- loading ----
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
-  std::ifstream in(tokenizer_json, std::ios::binary);
-  if (!in) throw make_error(tokenizer_json.string(), ": cannot open the file");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw make_error(tokenizer_json.string(), ": read error");
-  return from_json_string(buf.str(), tokenizer_json.string());
+  // A regular file only: a FIFO in its place would block the read forever.
+  return from_json_string(io::read_regular_file(tokenizer_json), tokenizer_json.string());
 }
 
 Tokenizer Tokenizer::from_json_string(std::string_view json, const std::string& source_name) {
   auto impl = std::make_unique<Impl>();
   impl->source = source_name;
-  Json doc;
-  try {
-    doc = Json::parse(json);
-  } catch (const Json::parse_error& e) {
-    throw make_error(source_name, ": not valid JSON: ", e.what());
-  }
+  const Json doc = io::parse_json_limited(json, source_name);  // nesting bounded, as for every file
   const JsonRef root(impl->source, doc, "");
   root.expect_object();
   if (const auto version = root.find("version")) {
