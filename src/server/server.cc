@@ -233,9 +233,14 @@ struct Server::Impl final : Router, HttpApp {
         tokenizers.post(
             [this, ex, call, done] { after_job(ex, *call, *done); });
     };
-    attempt(*ex, [&] { batcher.submit(job); });
-    if (failed(*ex))
-      finish(ex);
+    // Only a submit that threw is finished here: once queued, the job may already have run and
+    // its answer (even a failure, from another thread) belongs to after_job alone.
+    bool queued = false;
+    attempt(*ex, [&] {
+      batcher.submit(job);
+      queued = true;
+    });
+    if (!queued) finish(ex);
   }
 
   void after_job(const std::shared_ptr<Exchange> &ex, const ModelCall &call,
