@@ -440,6 +440,31 @@ TEST(Shutdown, TheDeadlineEndsAWaitingShutdown) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
 }
 
+// Clients that leave right after sending: their jobs are dropped or answered into the void, and
+// the in-flight count comes back to zero (a double count once wrapped it, and every later request
+// got 429).
+TEST(Departures, ManyAbandonedRequestsLeaveNothingInFlight) {
+  ServerProcess server("bert-mean", {"--max-client-batch-size", "4"});
+  ASSERT_TRUE(server.started());
+  const std::string body = json{{"inputs", std::vector<std::string>(4, std::string(200, 'x') + " word")},
+                                {"truncate", true}}.dump();
+  for (int i = 0; i < 200; ++i) {
+    RawConnection c(server.port());
+    ASSERT_TRUE(c.send(request("POST", "/embed", "", body)));
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(1s);
+  RawConnection m(server.port());
+  ASSERT_TRUE(m.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"));
+  const std::string metrics = body_text(m.read_response());
+  EXPECT_NE(metrics.find("\nil_requests_in_flight 0\n"), std::string::npos) << metrics.substr(0, 2000);
+  EXPECT_EQ(metrics.find("status=\"429\""), std::string::npos) << metrics.substr(0, 2000);
+  RawConnection after(server.port());
+  ASSERT_TRUE(after.send(request("POST", "/embed", "", kEmbed)));
+  EXPECT_EQ(status_of(after.read_response()), 200);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
 // One keep-alive connection carries many requests, each answered whole.
 TEST_F(Hostile, KeepAliveSurvivesManyRequests) {
   RawConnection c(server_->port());
