@@ -16,3 +16,15 @@ if(IL_SANITIZE)
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${IL_SANITIZE};-fno-omit-frame-pointer;-fno-sanitize-recover=all>")
   add_link_options(-fsanitize=${IL_SANITIZE})
 endif()
+
+if(IL_LIBFUZZER)
+  # Coverage feedback, ASan and UBSan in every target, so the libraries a fuzz target links are
+  # instrumented as much as its own file; the fuzz targets add libFuzzer's main when linking
+  # (fuzz/CMakeLists.txt). A sanitizer report ends the run, so libFuzzer keeps the input.
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "IL_LIBFUZZER needs clang (-DCMAKE_CXX_COMPILER=clang++)")
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address,undefined>"
+    "$<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer;-fno-sanitize-recover=all>")
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,5 +1,5 @@
-// libFuzzer entry point for the safetensors header validator (built only with -DIL_LIBFUZZER=ON
-// and clang). Every input must be accepted or refused with il::Error; the sanitizers catch the rest.
+// libFuzzer entry point for the safetensors header validator (see fuzz/README.md). Every input
+// must be accepted or refused with il::Error; the sanitizers catch the rest.
 #include <cstddef>
 #include <cstdint>
 
