@@ -172,6 +172,10 @@ void AddedVocabulary::split(std::string_view text, bool normalized_tokens,
   const Matcher& m = normalized_tokens ? normalized_ : raw_;
   std::size_t done = 0;  // end of the last accepted split
   std::size_t pos = 0;   // where the search resumes
+  // The last run of whitespace an rstrip token took: [spaces_from, spaces_to). Matches inside it
+  // reuse it, so a long run of spaces is scanned once, not once per match in it.
+  std::size_t spaces_from = 0;
+  std::size_t spaces_to = 0;
   while (!m.empty() && pos < text.size()) {
     if (!m.may_start(static_cast<unsigned char>(text[pos]))) {
       ++pos;
@@ -193,8 +197,17 @@ void AddedVocabulary::split(std::string_view text, bool normalized_tokens,
       const bool stop_ok = stop == text.size() || !starts_with_word(text.substr(stop));
       if (!start_ok || !stop_ok) continue;
     }
-    if (t.lstrip) start = std::max(trailing_space_begin(text.substr(0, start)), done);
-    if (t.rstrip) stop += leading_space_end(text.substr(stop));
+    if (t.lstrip) {
+      // Never back past the last split (the scan stops there, so it is done once per space).
+      start = start <= done ? done : done + trailing_space_begin(text.substr(done, start - done));
+    }
+    if (t.rstrip) {
+      if (stop < spaces_from || stop > spaces_to) {
+        spaces_from = stop;
+        spaces_to = stop + leading_space_end(text.substr(stop));
+      }
+      stop = spaces_to;
+    }
     // A match inside the spaces an rstrip token took (only a token starting with a space can do
     // that) would overlap it; the library would then repeat text, we start after it.
     start = std::max(start, done);

@@ -10,12 +10,35 @@
 namespace il::text {
 namespace {
 
+// Rust's str::replace: into a new string, so that a long text with many matches costs its length,
+// not its length times the matches. An empty `from` matches at every character boundary, the
+// start and the end included.
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  std::size_t pos = 0;
-  while ((pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
+  if (from.empty()) {
+    if (to.empty()) return;
+    std::string out;
+    for (std::size_t i = 0; i < s.size();) {
+      out += to;
+      const std::size_t n = unicode::utf8_length(static_cast<unsigned char>(s[i]));
+      out.append(s, i, n);
+      i += n;
+    }
+    out += to;
+    s.swap(out);
+    return;
   }
+  std::size_t pos = s.find(from);
+  if (pos == std::string::npos) return;
+  std::string out;
+  out.reserve(s.size());
+  std::size_t done = 0;
+  for (; pos != std::string::npos; pos = s.find(from, done)) {
+    out.append(s, done, pos - done);
+    out += to;
+    done = pos + from.size();
+  }
+  out.append(s, done);
+  s.swap(out);
 }
 
 class WordPieceDecoder final : public Decoder {

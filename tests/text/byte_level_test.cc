@@ -275,6 +275,14 @@ TEST(Decoders, StripFuseReplaceAndBpeDecoder) {
   EXPECT_EQ(decode(regex, {"a  b", "c\t"}), "a_bc_");
 }
 
+TEST(Decoders, BpeDecoderWithAnEmptySuffixEnds) {
+  // Rust's str::replace with an empty pattern matches at every character boundary: the tokens
+  // but the last get a space around each character, the last stays as it is. The replacement
+  // loop used to insert forever here.
+  const json bpe = {{"type", "BPEDecoder"}, {"suffix", ""}};
+  EXPECT_EQ(decode(bpe, {"ab", "\u00e9", "cd"}), " a b  \u00e9 cd");
+}
+
 TEST(Decoders, StripContentMustBeOneCharacter) {
   const json doc = {{"version", "1.0"},
                     {"decoder", {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}}},

@@ -106,6 +106,24 @@ TEST(AddedTokens, StripSingleWordAndNormalized) {
   EXPECT_EQ(t.id_to_token(36), "new york");
 }
 
+TEST(AddedTokens, StrippingTokensMadeOfSpaces) {
+  // A token that is itself whitespace, stripping on both sides: the first match takes the whole
+  // run of whitespace around it, the later tabs included, and the matches inside what it took
+  // add nothing. (The scans behind this stop where earlier ones did, so a long run costs its
+  // length, not its length times the matches in it.)
+  json j = bert_like();
+  j["added_tokens"].push_back(testing::added_token(35, "\t", false, false, true, true));
+  const Tokenizer t = load(j);
+  Encoding e = t.encode("a \t \t  b \ta", {.add_special_tokens = false});
+  EXPECT_EQ(e.ids, (std::vector<int32_t>{id_of(t, "a"), 35, id_of(t, "b"), 35, id_of(t, "a")}));
+  EXPECT_EQ(e.offsets, (Offsets{{0, 1}, {1, 7}, {7, 8}, {8, 10}, {10, 11}}));
+  std::string spaces(3000, ' ');
+  for (int i = 0; i < 3000; ++i) spaces[static_cast<std::size_t>(i) * 7 % 3000] = '\t';
+  e = t.encode("b" + spaces + "a", {.add_special_tokens = false});
+  EXPECT_EQ(e.ids, (std::vector<int32_t>{id_of(t, "b"), 35, id_of(t, "a")}));
+  EXPECT_EQ(e.offsets, (Offsets{{0, 1}, {1, 3001}, {3001, 3002}}));
+}
+
 TEST(AddedTokens, IdsFollowTheLibraryNotTheFile) {
   json j = bert_like();
   // Not in the vocabulary: gets the first id after it, whatever the file says.
