@@ -45,7 +45,7 @@ for t in "${targets[@]}"; do
 
   # Past findings must stay fixed.
   if [ -d "fuzz/regressions/$t" ] && [ -n "$(ls -A "fuzz/regressions/$t")" ]; then
-    if ! "$bin" "fuzz/regressions/$t"/* >>"$log" 2>&1; then
+    if ! "$bin" -timeout=10 -rss_limit_mb=2048 "fuzz/regressions/$t"/* >>"$log" 2>&1; then
       printf '%-24s %12s %10s %8s  %s\n' "$t" - - - "REGRESSION (see $log)"
       failed+=("$t")
       continue
