@@ -68,6 +68,18 @@ TEST(Unigram, TheUnknownPieceTypedInTheTextFusesWithUnknowns) {
   EXPECT_EQ(e.offsets, (Offsets{{0, 1}, {1, 8}, {8, 9}}));
 }
 
+TEST(Unigram, APieceOfAMegabyteLoads) {
+  // The vocabulary trie is as deep as its longest piece; building it recursed once per byte and
+  // overflowed the stack (found by fuzz/tokenizer_json_fuzzer with a 30 kB piece under ASan).
+  const std::string long_piece(std::size_t{1} << 20, 'a');
+  const Tokenizer t = load(unigram_doc({{"<unk>", 0.0}, {"a", -1.0}, {long_piece, -2.0}}));
+  EXPECT_EQ(t.token_to_id(long_piece), 2);
+  EXPECT_EQ(t.id_to_token(2), long_piece);
+  // (Encoding that text walks the piece from every position: Viterbi costs the text's length
+  // times the longest piece, as in the library, so a short one here.)
+  EXPECT_EQ(t.encode("aa").ids, (std::vector<int32_t>{1, 1}));
+}
+
 TEST(Unigram, DuplicatePiecesMatchTheirLastId) {
   const Tokenizer t = load(unigram_doc({{"<unk>", 0.0}, {"a", -1.0}, {"a", -2.0}}));
   EXPECT_EQ(t.encode("a").ids, (std::vector<int32_t>{2}));

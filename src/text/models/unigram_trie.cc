@@ -31,26 +31,42 @@ class Builder {
     return static_cast<unsigned char>(keys_[order_[k]][depth]);
   }
 
-  // Node `node` stands for the common prefix (of `depth` bytes) of the sorted keys [lo, hi).
-  void place(int32_t node, std::size_t lo, std::size_t hi, std::size_t depth) {
-    if (keys_[order_[lo]].size() == depth) {
-      units_[node].id = order_[lo];  // the key that is exactly this prefix (unique after dedup)
-      ++lo;
-    }
-    if (lo == hi) return;
-    // The children: one per distinct next byte, each with its range of keys.
+  // A node still to place: it stands for the common prefix (of `depth` bytes) of the sorted
+  // keys [lo, hi).
+  struct Pending {
+    int32_t node;
+    std::size_t lo, hi, depth;
+  };
+
+  // Places the nodes depth first, parents before children and children in byte order. The
+  // pending nodes wait on a heap-allocated stack: a piece is as deep as it is long, and a file
+  // may hold a piece of megabytes.
+  void place(int32_t root, std::size_t lo, std::size_t hi, std::size_t depth) {
+    std::vector<Pending> stack = {{root, lo, hi, depth}};
     std::vector<std::pair<unsigned char, std::size_t>> children;  // (label, first key)
-    for (std::size_t k = lo; k < hi; ++k) {
-      if (children.empty() || children.back().first != byte_at(k, depth)) {
-        children.emplace_back(byte_at(k, depth), k);
+    while (!stack.empty()) {
+      Pending p = stack.back();
+      stack.pop_back();
+      if (keys_[order_[p.lo]].size() == p.depth) {
+        units_[p.node].id = order_[p.lo];  // the key that is exactly this prefix (unique)
+        ++p.lo;
       }
-    }
-    const int32_t base = find_base(children);
-    units_[node].base = base;
-    for (const auto& [label, first] : children) units_[base + label].check = node;
-    for (std::size_t c = 0; c < children.size(); ++c) {
-      const std::size_t end = c + 1 < children.size() ? children[c + 1].second : hi;
-      place(base + children[c].first, children[c].second, end, depth + 1);
+      if (p.lo == p.hi) continue;
+      // The children: one per distinct next byte, each with its range of keys.
+      children.clear();
+      for (std::size_t k = p.lo; k < p.hi; ++k) {
+        if (children.empty() || children.back().first != byte_at(k, p.depth)) {
+          children.emplace_back(byte_at(k, p.depth), k);
+        }
+      }
+      const int32_t base = find_base(children);
+      units_[p.node].base = base;
+      for (const auto& [label, first] : children) units_[base + label].check = p.node;
+      // Pushed last first, so that they are placed in byte order.
+      for (std::size_t c = children.size(); c-- > 0;) {
+        const std::size_t end = c + 1 < children.size() ? children[c + 1].second : p.hi;
+        stack.push_back({base + children[c].first, children[c].second, end, p.depth + 1});
+      }
     }
   }
 
