@@ -33,6 +33,19 @@ struct EngineOptions {
   std::size_t threads = 0;               // 0 = one per hardware thread
 };
 
+// What a model can do; the CLI and server route by these (a route the model cannot serve is
+// refused with 424).
+struct Capabilities {
+  bool embed = false;          // pooled sentence embeddings (embed, /embed, /v1/embeddings)
+  bool hidden_states = false;  // the final hidden state of every token (--output-kind hidden, /embed_all)
+  bool score = false;          // a score per input or input pair (rerank, /rerank, /predict)
+  bool multi_vector = false;   // one vector per token for late interaction (ColBERT MaxSim)
+  bool image_input = false;    // images as inputs
+  bool generate = false;       // text generation
+};
+
+// The coarse kind, kept for existing callers: kCrossEncoder when the model scores, else
+// kEmbedding. New code reads ModelInfo::capabilities.
 enum class ModelKind { kEmbedding, kCrossEncoder };
 
 // What a folder holds, for `inferencelayer info` and the server's /info.
@@ -40,13 +53,16 @@ struct ModelInfo {
   std::string path;
   std::string model_type;      // config.json model_type
   std::string architecture;    // architectures[0], or the model type when absent
-  std::string layout;          // "bert", "xlm-roberta", "jina-xlm-roberta"
+  std::string layout;          // "bert", "xlm-roberta", "jina-xlm-roberta", "qwen3", "qwen3-reranker"
   ModelKind kind = ModelKind::kEmbedding;
+  Capabilities capabilities;
   int hidden = 0;
   int layers = 0;
   int heads = 0;
+  int kv_heads = 0;            // key / value heads (fewer than heads under grouped-query attention)
   int intermediate = 0;
   int vocab = 0;
+  int type_vocab = 0;          // segment (token type) ids accepted: 0 .. type_vocab - 1 (0 alone when 0)
   int max_tokens = 0;          // per sequence, special tokens included
   int num_labels = 0;          // cross-encoders
   std::vector<std::string> labels;  // cross-encoders: each output's name (config id2label, else "LABEL_i")

@@ -21,7 +21,6 @@
 #include "backends/cuda/cuda_backend.h"
 #include "cli/cli_common.h"
 #include "core/error.h"
-#include "io/hf_config.h"
 #include "io/json_util.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
@@ -109,7 +108,7 @@ models::BuiltModel build(const BenchArgs& a, std::string& name) {
   // bench/configs/bge-small.json → "bge-small"; some-model/config.json → "some-model".
   name = p.stem() == "config" ? p.parent_path().filename().string() : p.stem().string();
   if (name.empty()) name = "config";
-  models::BuiltModel m = models::build_model_random(io::parse_encoder_config(j, p.string()));
+  models::BuiltModel m = models::build_model_random(j, p.string());
   // A random-weight model pools as the model it imitates would (bench/configs name it), so the
   // forward is the one that model's users run.
   if (a.pooling) {
@@ -153,7 +152,7 @@ void run_bench(const BenchArgs& a) {
   std::string name;
   models::BuiltModel model = build(a, name);
   if (!a.name.empty()) name = a.name;
-  const int max_len = model.config.max_tokens_per_sequence();
+  const int max_len = static_cast<int>(std::min<std::size_t>(model.limits.max_tokens, 1u << 30));
   std::size_t max_tokens = 1;
   for (const Point& p : points) {
     if (p.max_len > static_cast<std::size_t>(max_len))
@@ -176,7 +175,7 @@ void run_bench(const BenchArgs& a) {
   } else {
     throw UsageError("--device must be cpu, cuda or cuda:N");
   }
-  const bool ce = model.config.is_cross_encoder;
+  const bool ce = !model.capabilities.embed && model.capabilities.score;
   // What an Engine runs for this model's default task (CLS pooling and cross-encoder heads run
   // the last layer for first tokens only, unless IL_FIRST_TOKEN=0).
   const models::Programs programs =
@@ -191,7 +190,7 @@ void run_bench(const BenchArgs& a) {
   const std::string task = ce ? "cross-encoder" : "embedding, " + std::string(pooling_name(model.pooling)) + " pooling";
   if (!a.json) {
     std::printf("model %s (%s, %d layers, hidden %d)  programs %s + %s  device %s  dtype %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s",
-                name.c_str(), task.c_str(), model.config.layers, model.config.hidden, programs.encoder.c_str(),
+                name.c_str(), task.c_str(), model.layers, model.hidden, programs.encoder.c_str(),
                 programs.head.c_str(), a.device.c_str(), exec->compute_dtype().c_str(), threads, a.iters, "batch",
                 "len", "tokens", "p50 ms", "p90 ms", "tokens/s");
     std::printf(metered ? " %8s %10s\n" : "\n", "W", "J/forward");
@@ -199,7 +198,7 @@ void run_bench(const BenchArgs& a) {
   std::mt19937 rng(a.seed);
   std::vector<float> readback;
   for (const Point& p : points) {
-    const plan::Batch batch = random_batch(p, model.config.vocab, rng);
+    const plan::Batch batch = random_batch(p, model.limits.vocab, rng);
     readback.resize(batch.num_seqs() * out_view.cols);
     std::vector<double> ms;
     std::optional<double> joules_start;

@@ -120,14 +120,17 @@ void run_embed(const EmbedArgs& a) {
 
   auto engine = load_engine(a.engine);
   const ModelInfo& info = engine->info();
-  if (pooled && info.kind == ModelKind::kCrossEncoder)
-    throw UsageError(a.engine.model + " is a cross-encoder (a reranker): use 'inferencelayer rerank'");
+  if (pooled && !info.capabilities.embed)
+    throw UsageError(a.engine.model + " does not produce embeddings" +
+                     (info.capabilities.score ? " (it is a cross-encoder / reranker): use 'inferencelayer rerank'" : ""));
+  if (!pooled && !info.capabilities.hidden_states)
+    throw UsageError(a.engine.model + " does not report hidden states");
   if (a.dimensions > static_cast<std::size_t>(info.output_dim))
     throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the embedding size " +
                      std::to_string(info.output_dim));
   const std::string prefix = resolve_prompt(a, info);
   const std::size_t prompt_tokens = engine->prompt_tokens(prefix);
-  const InputChecker checker(a.engine.model, static_cast<std::size_t>(info.max_tokens));
+  const InputChecker checker(info, static_cast<std::size_t>(info.max_tokens));
 
   RecordSource src = a.texts.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format)
                                      : RecordSource::from_texts(a.texts);

@@ -158,9 +158,10 @@ void run_rerank(const RerankArgs& a) {
   if (!a.documents.empty() && !a.input.empty()) throw UsageError("give documents as arguments or --input, not both");
   auto engine = load_engine(a.engine);
   const ModelInfo& info = engine->info();
-  if (info.kind != ModelKind::kCrossEncoder)
-    throw UsageError(a.engine.model + " is not a cross-encoder (no sequence-classification head): use 'inferencelayer embed'");
-  const InputChecker checker(a.engine.model, static_cast<std::size_t>(info.max_tokens));
+  if (!info.capabilities.score)
+    throw UsageError(a.engine.model + " is not a cross-encoder or reranker (it has no scoring head): use "
+                     "'inferencelayer embed'");
+  const InputChecker checker(info, static_cast<std::size_t>(info.max_tokens));
   if (a.query_given) run_ranked(*engine, a, checker);
   else run_jsonl(*engine, a, checker);
 }

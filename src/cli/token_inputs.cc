@@ -27,14 +27,14 @@ void check_no_types_with_text(const nlohmann::json& obj, std::string_view text_f
                                  " (the tokenizer sets the types of a text)");
 }
 
-InputChecker::InputChecker(const std::filesystem::path& model_dir, std::size_t max_tokens)
-    : config_(io::load_encoder_config(model_dir)), max_tokens_(max_tokens) {}
+InputChecker::InputChecker(const ModelInfo& info, std::size_t max_tokens)
+    : limits_{info.vocab, info.type_vocab, max_tokens}, max_tokens_(max_tokens) {}
 
 void InputChecker::check(const TokenInput& input, std::string_view where) const {
   // The runtime's own validation, run on one input so its message applies to this line; its
   // "input 0: " prefix is replaced by the line.
   try {
-    runtime::validate_inputs({input}, config_, max_tokens_);
+    runtime::validate_inputs({input}, limits_, max_tokens_);
   } catch (const Error& e) {
     std::string msg = e.what();
     if (msg.rfind("input 0: ", 0) == 0) msg.erase(0, 9);

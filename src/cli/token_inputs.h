@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inferencelayer/types.h"
-#include "io/hf_config.h"
+#include "models/model.h"
 
 namespace il::cli {
 
@@ -23,13 +23,13 @@ void check_no_types_with_text(const nlohmann::json& obj, std::string_view text_f
 
 class InputChecker {
  public:
-  // Reads the folder's config.json for the vocabulary and segment-table sizes.
-  InputChecker(const std::filesystem::path& model_dir, std::size_t max_tokens);
+  // The vocabulary and segment-table sizes of the loaded model (its ModelInfo).
+  InputChecker(const ModelInfo& info, std::size_t max_tokens);
   // Throws an input error naming `where`: empty, too long, ids outside the tables.
   void check(const TokenInput& input, std::string_view where) const;
 
  private:
-  io::EncoderConfig config_;
+  models::InputLimits limits_;
   std::size_t max_tokens_;
 };
 

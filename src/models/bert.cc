@@ -1,8 +1,13 @@
 #include "models/bert.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
+#include "models/config_check.h"
+#include "models/embedding_head.h"
+#include "models/folder.h"
+#include "models/layers.h"
 
 namespace il::models {
 namespace {
@@ -35,36 +40,6 @@ LayerNames layer_names(const BertNames& n, int i) {
   return {};
 }
 
-plan::WeightId add(plan::Plan& plan, const WeightSource& src, const std::string& name, I64 shape) {
-  std::vector<float> data = src.load(name, shape);
-  return plan.add_weight(name, std::move(shape), std::move(data));
-}
-
-// y = act(x · Wᵀ + b) for checkpoint linear `name` (`name.weight` [out, in], `name.bias` [out]).
-plan::GemmStep linear(plan::Plan& plan, const WeightSource& src, const std::string& name,
-                      int64_t out, int64_t in, View x, View y, Activation act = Activation::kNone) {
-  plan::GemmStep g;
-  g.x = x;
-  g.w = add(plan, src, name + ".weight", {out, in});
-  g.bias = add(plan, src, name + ".bias", {out});
-  g.act = act;
-  g.y = y;
-  return g;
-}
-
-// out = LayerNorm(x [+ residual]) with checkpoint norm `name` (biased, width H).
-plan::LayerNormStep layer_norm(plan::Plan& plan, const WeightSource& src, const std::string& name,
-                               int64_t H, float eps, View x, View residual, View out) {
-  plan::LayerNormStep ln;
-  ln.x = x;
-  ln.residual = residual;
-  ln.w = add(plan, src, name + ".weight", {H});
-  ln.b = add(plan, src, name + ".bias", {H});
-  ln.eps = eps;
-  ln.out = out;
-  return ln;
-}
-
 }  // namespace
 
 BertLayerTensors bert_layer_tensors(const BertNames& names, int i) {
@@ -94,6 +69,8 @@ EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg
   const int64_t H = cfg.hidden, I = cfg.intermediate;
   const std::size_t h = static_cast<std::size_t>(H);
   const std::string& p = names.prefix;
+  Layers l(plan, src, "encode");
+  const NormSpec ln{false, Bias::kRequired, cfg.layer_norm_eps};
 
   // Scratch: the residual stream, attention context, a projection output, and one wide buffer
   // shared by the packed QKV projection and the MLP's intermediate activations.
@@ -102,49 +79,27 @@ EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg
   const BufferId tmp = plan.add_buffer("proj_out", Rows::kTokens, h);
   const BufferId mid = plan.add_buffer("mid", Rows::kTokens, static_cast<std::size_t>(std::max(I, 3 * H)));
 
-  // Every step goes to both programs, except the last layer's after its QKV projection.
-  const auto both = [&](const std::string& name, plan::StepOp op) {
-    plan.add_step("encode", name, op);
-    plan.add_step("encode_first", name, std::move(op));
-  };
-
   plan::EmbedStep emb;
-  emb.word = add(plan, src, p + "embeddings.word_embeddings.weight", {cfg.vocab, H});
-  emb.position = add(plan, src, p + "embeddings.position_embeddings.weight", {cfg.max_positions, H});
-  if (cfg.type_vocab > 0)
-    emb.type = add(plan, src, p + "embeddings.token_type_embeddings.weight", {cfg.type_vocab, H});
+  emb.word = l.tensor(p + "embeddings.word_embeddings.weight", {cfg.vocab, H});
+  emb.position = l.tensor(p + "embeddings.position_embeddings.weight", {cfg.max_positions, H});
+  if (cfg.type_vocab > 0) emb.type = l.tensor(p + "embeddings.token_type_embeddings.weight", {cfg.type_vocab, H});
   emb.position_offset = static_cast<std::size_t>(cfg.position_offset);
   emb.out = plan.whole(tmp);
-  both("embeddings", emb);
-
+  l.add("embeddings", emb);
   const std::string emb_ln = names.layout == BertLayout::kJina ? p + "emb_ln" : p + "embeddings.LayerNorm";
-  both("embeddings.norm", layer_norm(plan, src, emb_ln, H, cfg.layer_norm_eps, plan.whole(tmp), {}, plan.whole(cur)));
+  l.add("embeddings.norm", l.norm(emb_ln, ln, H, plan.whole(tmp), {}, plan.whole(cur)));
 
   const View qkv = plan.slice(mid, 0, 3 * h);
   const View up = plan.slice(mid, 0, static_cast<std::size_t>(I));
   for (int i = 0; i < cfg.layers; ++i) {
     const LayerNames n = layer_names(names, i);
     const std::string L = "L" + std::to_string(i) + ".";
-
-    // Q, K and V as one GEMM over a weight fused at load time (rows q, then k, then v).
-    plan::GemmStep proj;
-    if (names.layout == BertLayout::kJina) {
-      proj = linear(plan, src, n.qkv_fused, 3 * H, H, plan.whole(cur), qkv);
-    } else {
-      proj.x = plan.whole(cur);
-      proj.y = qkv;
-      std::vector<float> w, b;
-      for (const std::string* part : {&n.q, &n.k, &n.v}) {
-        auto pw = src.load(*part + ".weight", {H, H});
-        auto pb = src.load(*part + ".bias", {H});
-        w.insert(w.end(), pw.begin(), pw.end());
-        b.insert(b.end(), pb.begin(), pb.end());
-      }
-      proj.w = plan.add_weight(L + "qkv.weight", {3 * H, H}, std::move(w));
-      proj.bias = plan.add_weight(L + "qkv.bias", {3 * H}, std::move(b));
-    }
-    both(L + "qkv", proj);
-
+    // Q, K and V as one GEMM (jina stores them fused; the others are fused at load, q, k, v).
+    if (names.layout == BertLayout::kJina)
+      l.add(L + "qkv", l.linear(n.qkv_fused, 3 * H, H, plan.whole(cur), qkv, Bias::kRequired));
+    else
+      l.add(L + "qkv", l.fused_linear(L + "qkv", {{n.q, H}, {n.k, H}, {n.v, H}}, H, plan.whole(cur), qkv,
+                                      Bias::kRequired));
     plan::AttentionStep attn;
     attn.q = plan.slice(mid, 0, h);
     attn.k = plan.slice(mid, h, h);
@@ -153,60 +108,18 @@ EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg
     attn.head_dim = static_cast<std::size_t>(cfg.head_dim);
     attn.scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
     attn.out = plan.whole(ctx);
-    const float eps = cfg.layer_norm_eps;
-    plan::GemmStep attn_out = linear(plan, src, n.out, H, H, plan.whole(ctx), plan.whole(tmp));
+    l.add(L + "attention", attn);
+    l.add(L + "attn_out", l.linear(n.out, H, H, plan.whole(ctx), plan.whole(tmp), Bias::kRequired));
     // Post-norm: LN(sublayer output + residual), written over the residual stream.
-    plan::LayerNormStep attn_norm =
-        layer_norm(plan, src, n.ln1, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur));
-    plan::GemmStep mlp_up = linear(plan, src, n.up, I, H, plan.whole(cur), up, cfg.act);
-    plan::GemmStep mlp_down = linear(plan, src, n.down, H, I, up, plan.whole(tmp));
-    plan::LayerNormStep mlp_norm =
-        layer_norm(plan, src, n.ln2, H, eps, plan.whole(tmp), plan.whole(cur), plan.whole(cur));
-    const bool last = i + 1 == cfg.layers;
-    const auto add = [&](const std::string& name, plan::StepOp op) {
-      if (last) plan.add_step("encode", name, std::move(op));
-      else both(name, std::move(op));
-    };
-    add(L + "attention", attn);
-    add(L + "attn_out", attn_out);
-    add(L + "attn_norm", attn_norm);
-    add(L + "mlp_up", mlp_up);
-    add(L + "mlp_down", mlp_down);
-    add(L + "mlp_norm", mlp_norm);
-    if (!last) continue;
-
-    // The last layer for first tokens only, with the same weights. Rows: B instead of T. Storage:
-    // the residual's first rows go where the attention context would (ctx), the context where the
-    // projection output would (tmp), projections over the spent residual stream (cur), the MLP's
-    // intermediate over the spent QKV (mid); no two live at once in the same storage.
-    const BufferId res1 = plan.add_buffer_over("first.hidden", Rows::kFirstTokens, h, ctx);
-    const BufferId ctx1 = plan.add_buffer_over("first.attn_ctx", Rows::kFirstTokens, h, tmp);
-    const BufferId tmp1 = plan.add_buffer_over("first.proj_out", Rows::kFirstTokens, h, cur);
-    const BufferId mid1 = plan.add_buffer_over("first.mid", Rows::kFirstTokens, static_cast<std::size_t>(I), mid);
-    plan.add_step("encode_first", L + "first.residual",
-                  plan::PoolStep{plan.whole(cur), PoolingMode::kCls, plan.whole(res1)});
-    attn.first_query_only = true;
-    attn.out = plan.whole(ctx1);
-    plan.add_step("encode_first", L + "first.attention", attn);
-    attn_out.x = plan.whole(ctx1);
-    attn_out.y = plan.whole(tmp1);
-    plan.add_step("encode_first", L + "first.attn_out", attn_out);
-    attn_norm.x = plan.whole(tmp1);
-    attn_norm.residual = attn_norm.out = plan.whole(res1);
-    plan.add_step("encode_first", L + "first.attn_norm", attn_norm);
-    mlp_up.x = plan.whole(res1);
-    mlp_up.y = plan.whole(mid1);
-    plan.add_step("encode_first", L + "first.mlp_up", mlp_up);
-    mlp_down.x = plan.whole(mid1);
-    mlp_down.y = plan.whole(tmp1);
-    plan.add_step("encode_first", L + "first.mlp_down", mlp_down);
-    mlp_norm.x = plan.whole(tmp1);
-    mlp_norm.residual = mlp_norm.out = plan.whole(res1);
-    plan.add_step("encode_first", L + "first.mlp_norm", mlp_norm);
-    plan.set_output("hidden", plan.whole(cur));
-    return {cur, res1};
+    l.add(L + "attn_norm", l.norm(n.ln1, ln, H, plan.whole(tmp), plan.whole(cur), plan.whole(cur)));
+    l.add(L + "mlp_up", l.linear(n.up, I, H, plan.whole(cur), up, Bias::kRequired, cfg.act));
+    l.add(L + "mlp_down", l.linear(n.down, H, I, up, plan.whole(tmp), Bias::kRequired));
+    l.add(L + "mlp_norm", l.norm(n.ln2, ln, H, plan.whole(tmp), plan.whole(cur), plan.whole(cur)));
   }
-  throw make_error("encoder config has no layers");
+  plan.set_output("hidden", plan.whole(cur));
+  // The last layer for first tokens only: all a CLS-pooled embedding or a cross-encoder head reads.
+  const std::vector<BufferId> selected = add_selected_program(plan, "encode", "encode_first", plan::QueryRows::kFirst);
+  return {cur, selected.at(static_cast<std::size_t>(cur))};
 }
 
 void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
@@ -227,12 +140,13 @@ void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
   pool.mode = PoolingMode::kCls;
   pool.out = plan.whole(cls);
   plan.add_step("ce_head", "ce.cls", pool);
-  pool.x = plan.whole(encoder.first);  // one row per sequence already
+  pool.x = plan.whole(encoder.selected);  // one row per sequence already
   plan.add_step("ce_head_first", "ce.cls", pool);
 
+  Layers l(plan, src, "ce_head");
   const plan::GemmStep dense_step =
-      linear(plan, src, dense, H, H, plan.whole(cls), plan.whole(mid), Activation::kTanh);
-  const plan::GemmStep classifier = linear(plan, src, out, NL, H, plan.whole(mid), plan.whole(scores));
+      l.linear(dense, H, H, plan.whole(cls), plan.whole(mid), Bias::kRequired, Activation::kTanh);
+  const plan::GemmStep classifier = l.linear(out, NL, H, plan.whole(mid), plan.whole(scores), Bias::kRequired);
   for (const char* program : {"ce_head", "ce_head_first"}) {
     plan.add_step(program, "ce.dense", dense_step);
     plan.add_step(program, "ce.classifier", classifier);
@@ -276,6 +190,78 @@ std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::Enco
     }
   }
   return t;
+}
+
+namespace {
+
+std::string layout_name(const io::EncoderConfig& cfg, const BertNames& names) {
+  if (names.layout == BertLayout::kJina) return "jina-xlm-roberta";
+  switch (cfg.arch) {
+    case io::Arch::kBert: return "bert";
+    case io::Arch::kXlmRoberta: return "xlm-roberta";
+  }
+  return "?";
+}
+
+BuiltModel describe(const io::EncoderConfig& cfg) {
+  BuiltModel m;
+  m.model_type = cfg.model_type;
+  m.architecture = cfg.architectures.empty() ? cfg.model_type : cfg.architectures.front();
+  m.hidden = cfg.hidden;
+  m.layers = cfg.layers;
+  m.heads = m.kv_heads = cfg.heads;
+  m.intermediate = cfg.intermediate;
+  m.act = cfg.act;
+  m.random_weights = cfg.random_weights;
+  m.hidden_size = static_cast<std::size_t>(cfg.hidden);
+  m.limits = {cfg.vocab, cfg.type_vocab, static_cast<std::size_t>(std::max(1, cfg.max_tokens_per_sequence()))};
+  m.capabilities.hidden_states = true;
+  if (cfg.is_cross_encoder) {
+    m.capabilities.score = true;
+    for (int l = 0; l < cfg.num_labels; ++l) {
+      const auto name = cfg.id2label.find(l);
+      m.labels.push_back(name != cfg.id2label.end() ? name->second : "LABEL_" + std::to_string(l));
+    }
+  } else {
+    m.capabilities.embed = true;
+  }
+  return m;
+}
+
+void build(BuiltModel& m, const io::EncoderConfig& cfg, const WeightSource& src,
+           const std::optional<DenseWeights>& dense) {
+  const BertNames names = detect_bert_names(src, cfg);
+  m.layout = layout_name(cfg, names);
+  const EncoderBuffers encoder = build_bert_encoder(m.plan, cfg, src, names);
+  if (cfg.is_cross_encoder)
+    build_cross_encoder_head(m.plan, cfg, src, names, encoder);
+  else
+    m.embedding_dim = build_embedding_head(m.plan, encoder.hidden, encoder.selected, plan::QueryRows::kFirst,
+                                           static_cast<std::size_t>(cfg.hidden), dense);
+}
+
+}  // namespace
+
+BuiltModel build_bert_folder(const std::filesystem::path& dir, const nlohmann::json& config,
+                             const std::string& source) {
+  const io::EncoderConfig cfg = io::parse_encoder_config(config, source);
+  const Folder f = open_folder(dir);
+  BuiltModel m = describe(cfg);
+  describe_folder(m, f, PoolingMode::kMean);
+  check_config_against_tensors(cfg, source, f.weights->tensors(), *f.weights, detect_bert_names(*f.weights, cfg));
+  check_modules_against_model(f.st, cfg.hidden, source, f.dense_weights ? &f.dense_weights->tensors() : nullptr);
+  build(m, cfg, *f.weights, f.dense());
+  return m;
+}
+
+BuiltModel build_bert_random(const nlohmann::json& config, const std::string& source) {
+  const io::EncoderConfig cfg = io::parse_encoder_config(config, source);
+  BuiltModel m = describe(cfg);
+  m.pooling = PoolingMode::kMean;
+  m.normalize = true;
+  RandomSource src(bert_standard_tensors(cfg));
+  build(m, cfg, src, std::nullopt);
+  return m;
 }
 
 }  // namespace il::models

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "io/hf_config.h"
+#include "models/model.h"
 #include "models/weight_source.h"
 #include "plan/plan.h"
 
@@ -42,8 +45,8 @@ struct CrossEncoderHeadNames {
 CrossEncoderHeadNames cross_encoder_head_names(const WeightSource& src, const BertNames& names);
 
 struct EncoderBuffers {
-  plan::BufferId hidden = -1;  // [T, hidden]: the final hidden states of every token ("encode")
-  plan::BufferId first = -1;   // [B, hidden], first-token rows: each sequence's first ("encode_first")
+  plan::BufferId hidden = -1;    // [T, hidden]: the final hidden states of every token ("encode")
+  plan::BufferId selected = -1;  // [B, hidden], selected rows: each sequence's first ("encode_first")
 };
 
 // Appends the trunk to program "encode" (embeddings → layers) and names the final hidden states
@@ -65,5 +68,9 @@ void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
 
 // The tensors a standard transformers export of this config holds (for random-weight runs).
 std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::EncoderConfig& cfg);
+
+// The registry's builders (models/registry.h): a folder, or a config with random weights.
+BuiltModel build_bert_folder(const std::filesystem::path& dir, const nlohmann::json& config, const std::string& source);
+BuiltModel build_bert_random(const nlohmann::json& config, const std::string& source);
 
 }  // namespace il::models

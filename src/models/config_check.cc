@@ -63,18 +63,18 @@ void check_config_against_tensors(const io::EncoderConfig& cfg, const std::files
     expect_dim(t, cross_encoder_head_names(src, names).out + ".weight", 0, cfg.num_labels, config_file, "num_labels");
 }
 
-void check_modules_against_model(const io::SentenceTransformerInfo& st, const io::EncoderConfig& cfg,
+void check_modules_against_model(const io::SentenceTransformerInfo& st, int hidden,
                                  const std::filesystem::path& config_file, const SafeTensors* dense) {
-  if (st.pooling_dimension && *st.pooling_dimension != cfg.hidden)
+  if (st.pooling_dimension && *st.pooling_dimension != hidden)
     throw make_error(field(st.pooling_file, "word_embedding_dimension", *st.pooling_dimension),
-                     " does not match the model: expected ", cfg.hidden, " (hidden_size in ", config_file.string(),
+                     " does not match the model: expected ", hidden, " (hidden_size in ", config_file.string(),
                      "), found ", *st.pooling_dimension);
   if (!st.dense) return;
   const io::DenseModule& d = *st.dense;
   const std::filesystem::path file = d.dir / "config.json";
-  if (d.in_features != cfg.hidden)
+  if (d.in_features != hidden)
     throw make_error(field(file, "in_features", d.in_features), " does not match the pooled embedding: expected ",
-                     cfg.hidden, " (hidden_size in ", config_file.string(), "), found ", d.in_features);
+                     hidden, " (hidden_size in ", config_file.string(), "), found ", d.in_features);
   if (dense == nullptr) return;
   expect_dim(*dense, "linear.weight", 0, d.out_features, file, "out_features");
   expect_dim(*dense, "linear.weight", 1, d.in_features, file, "in_features");

@@ -23,7 +23,7 @@ void check_config_against_tensors(const io::EncoderConfig& cfg, const std::files
 // The sentence-transformers modules against the model: Pooling's word_embedding_dimension and
 // Dense's in_features against hidden_size, Dense's features against its own linear tensors
 // (`dense`, when there is a Dense module).
-void check_modules_against_model(const io::SentenceTransformerInfo& st, const io::EncoderConfig& cfg,
+void check_modules_against_model(const io::SentenceTransformerInfo& st, int hidden,
                                  const std::filesystem::path& config_file, const io::SafeTensors* dense);
 
 }  // namespace il::models

@@ -16,21 +16,36 @@ bool first_token_programs_allowed() {
 
 }  // namespace
 
+std::string selected_suffix(plan::QueryRows which) {
+  switch (which) {
+    case plan::QueryRows::kFirst: return "first";
+    case plan::QueryRows::kLast: return "last";
+    case plan::QueryRows::kAll: break;
+  }
+  throw make_error("selected rows: every row is not a selection");
+}
+
 Programs embedding_programs(const plan::Plan& plan, PoolingMode mode) {
-  if (mode == PoolingMode::kCls && first_token_programs_allowed() && plan.has_program("encode_first") &&
-      plan.has_program("pool_first"))
-    return {"encode_first", "pool_first"};
+  if (first_token_programs_allowed() && mode != PoolingMode::kMean) {
+    const std::string suffix =
+        selected_suffix(mode == PoolingMode::kCls ? plan::QueryRows::kFirst : plan::QueryRows::kLast);
+    if (plan.has_program("encode_" + suffix) && plan.has_program("pool_selected_" + suffix))
+      return {"encode_" + suffix, "pool_selected_" + suffix};
+  }
   return {"encode", pooling_program(mode)};
 }
 
 Programs scoring_programs(const plan::Plan& plan) {
-  if (first_token_programs_allowed() && plan.has_program("encode_first") && plan.has_program("ce_head_first"))
-    return {"encode_first", "ce_head_first"};
+  if (first_token_programs_allowed())
+    for (const char* suffix : {"first", "last"})
+      if (plan.has_program(std::string("encode_") + suffix) && plan.has_program(std::string("ce_head_") + suffix))
+        return {std::string("encode_") + suffix, std::string("ce_head_") + suffix};
   return {"encode", "ce_head"};
 }
 
-std::size_t build_embedding_head(plan::Plan& plan, plan::BufferId hidden, plan::BufferId first,
-                                 std::size_t hidden_size, const std::optional<DenseWeights>& dense) {
+std::size_t build_embedding_head(plan::Plan& plan, plan::BufferId hidden, plan::BufferId selected,
+                                 plan::QueryRows which, std::size_t hidden_size,
+                                 const std::optional<DenseWeights>& dense) {
   using plan::Rows;
   const plan::BufferId pooled = plan.add_buffer("pooled", Rows::kSequences, hidden_size);
   plan::View embedding = plan.whole(pooled);
@@ -57,9 +72,11 @@ std::size_t build_embedding_head(plan::Plan& plan, plan::BufferId hidden, plan::
     plan.add_step(program, "pool", plan::PoolStep{plan.whole(hidden), mode, plan.whole(pooled)});
     if (dense) plan.add_step(program, "dense", proj);
   }
-  if (first >= 0) {
-    plan.add_step("pool_first", "pool", plan::PoolStep{plan.whole(first), PoolingMode::kCls, plan.whole(pooled)});
-    if (dense) plan.add_step("pool_first", "dense", proj);
+  if (selected >= 0) {
+    const std::string program = "pool_selected_" + selected_suffix(which);
+    const PoolingMode mode = which == plan::QueryRows::kFirst ? PoolingMode::kCls : PoolingMode::kLastToken;
+    plan.add_step(program, "pool", plan::PoolStep{plan.whole(selected), mode, plan.whole(pooled)});
+    if (dense) plan.add_step(program, "dense", proj);
   }
   plan.add_step("normalize", "l2", plan::L2Step{embedding});
   plan.set_output("embedding", embedding);

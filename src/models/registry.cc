@@ -1,66 +1,48 @@
 #include "models/registry.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
+#include "io/json_util.h"
 #include "models/bert.h"
-#include "models/config_check.h"
-#include "models/embedding_head.h"
+#include "models/qwen3.h"
 
 namespace il::models {
-namespace {
 
-std::string layout_name(const io::EncoderConfig& cfg, const BertNames& names) {
-  if (names.layout == BertLayout::kJina) return "jina-xlm-roberta";
-  switch (cfg.arch) {
-    case io::Arch::kBert: return "bert";
-    case io::Arch::kXlmRoberta: return "xlm-roberta";
-  }
-  return "?";
+const std::vector<Architecture>& architectures() {
+  static const std::vector<Architecture> table = {
+      {"bert", {"bert", "roberta", "xlm-roberta"},
+       "embeddings, hidden states, sequence classification (cross-encoders)", build_bert_folder, build_bert_random},
+      {"qwen3", {"qwen3"},
+       "Qwen3-Embedding (embeddings, hidden states), Qwen3-Reranker (Qwen3ForCausalLM scored by its yes / no "
+       "logits)",
+       build_qwen3_folder, build_qwen3_random},
+  };
+  return table;
 }
 
-void build(BuiltModel& m, const WeightSource& src, const std::optional<DenseWeights>& dense) {
-  const BertNames names = detect_bert_names(src, m.config);
-  m.layout = layout_name(m.config, names);
-  const EncoderBuffers encoder = build_bert_encoder(m.plan, m.config, src, names);
-  if (m.config.is_cross_encoder) {
-    build_cross_encoder_head(m.plan, m.config, src, names, encoder);
-  } else {
-    m.embedding_dim = build_embedding_head(m.plan, encoder.hidden, encoder.first,
-                                           static_cast<std::size_t>(m.config.hidden), dense);
+const Architecture& find_architecture(const nlohmann::json& config, const std::string& source) {
+  check(config.is_object(), source, ": expected a JSON object, got ", io::detail::type_name(config));
+  const std::string type = io::detail::req_string(config, "model_type", source);
+  std::string supported;
+  for (const Architecture& a : architectures()) {
+    for (const std::string& t : a.model_types) {
+      if (t == type) return a;
+      supported += (supported.empty() ? "" : ", ") + t;
+    }
   }
+  throw make_error(source, ": model_type \"", type, "\" is not supported (supported: ", supported, ")");
 }
-
-}  // namespace
 
 BuiltModel build_model_from_folder(const std::filesystem::path& dir) {
-  BuiltModel m;
-  m.config = io::load_encoder_config(dir);
-  m.st = io::load_sentence_transformer_info(dir);
-  // Without a pooling config, sentence-transformers itself falls back to mean pooling.
-  m.pooling = m.st.pooling.value_or(PoolingMode::kMean);
-  m.normalize = m.st.normalize;
-  SafeTensorsSource src(io::SafeTensors::open(dir));
-  m.stored_dtype = std::string(dtype_name(src.tensors().dominant_dtype()));
-  m.stored_bytes = src.tensors().total_bytes();
-  std::optional<SafeTensorsSource> dense_src;
-  std::optional<DenseWeights> dense;
-  if (m.st.dense) {
-    dense_src.emplace(io::SafeTensors::open(m.st.dense->dir));
-    dense = DenseWeights{&*dense_src, *m.st.dense};
-  }
-  const std::filesystem::path config_file = dir / "config.json";
-  check_config_against_tensors(m.config, config_file, src.tensors(), src, detect_bert_names(src, m.config));
-  check_modules_against_model(m.st, m.config, config_file, dense_src ? &dense_src->tensors() : nullptr);
-  build(m, src, dense);
-  return m;
+  const std::filesystem::path file = dir / "config.json";
+  const nlohmann::json config = io::read_json_file(file);
+  return find_architecture(config, file.string()).from_folder(dir, config, file.string());
 }
 
-BuiltModel build_model_random(const io::EncoderConfig& config) {
-  BuiltModel m;
-  m.config = config;
-  m.pooling = PoolingMode::kMean;
-  m.normalize = true;
-  RandomSource src(bert_standard_tensors(config));
-  build(m, src, std::nullopt);
+BuiltModel build_model_random(const nlohmann::json& config, const std::string& source) {
+  BuiltModel m = find_architecture(config, source).random(config, source);
+  m.random_weights = true;
   return m;
 }
 

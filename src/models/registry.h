@@ -1,35 +1,40 @@
-// Model folder → plan. Chooses the architecture builder from the config and the heads from the
-// folder (cross-encoder head, or sentence-embedding pooling + Dense + Normalize).
+// The table of architectures. One row per architecture: the config.json `model_type` values it
+// accepts, and its two builders (a model folder; a config alone with random weights, for `bench`
+// and `serve --config`), each of which parses its own config (models/<arch>_config), checks it
+// against the tensors, builds the plan and says what the model can do. Adding an architecture is
+// a model file and a row here (docs/architecture.md, "How to add an architecture").
 #pragma once
 
 #include <filesystem>
-#include <memory>
-#include <optional>
 #include <string>
+#include <vector>
 
-#include "io/hf_config.h"
-#include "io/st_modules.h"
-#include "models/weight_source.h"
-#include "plan/plan.h"
+#include <nlohmann/json_fwd.hpp>
+
+#include "models/model.h"
 
 namespace il::models {
 
-struct BuiltModel {
-  plan::Plan plan;
-  io::EncoderConfig config;
-  io::SentenceTransformerInfo st;
-  std::string layout;          // "bert", "xlm-roberta", "jina-xlm-roberta"
-  std::size_t embedding_dim = 0;
-  PoolingMode pooling = PoolingMode::kMean;  // the folder's default
-  bool normalize = false;                     // the folder's default
-  std::string stored_dtype = "F32";           // what most checkpoint tensors are stored as
-  std::size_t stored_bytes = 0;               // tensor bytes in the checkpoint
+struct Architecture {
+  std::string name;                      // "bert", "qwen3"
+  std::vector<std::string> model_types;  // config.json "model_type" values
+  std::string serves;                    // what it serves, for the refusal of an unknown type
+  // `config` is config.json, already parsed; `source` names it in messages.
+  BuiltModel (*from_folder)(const std::filesystem::path& dir, const nlohmann::json& config, const std::string& source);
+  BuiltModel (*random)(const nlohmann::json& config, const std::string& source);
 };
+
+const std::vector<Architecture>& architectures();
+
+// The row whose model_types hold config["model_type"]; an unknown or missing type is refused
+// with the list of supported ones.
+const Architecture& find_architecture(const nlohmann::json& config, const std::string& source);
 
 // Builds from the folder's config.json, safetensors and sentence-transformers modules.
 BuiltModel build_model_from_folder(const std::filesystem::path& dir);
 
-// Builds from a config alone with random weights (benchmarks). Embedding models pool by mean.
-BuiltModel build_model_random(const io::EncoderConfig& config);
+// Builds from a config alone with random weights (benchmarks). Embedding models pool by mean
+// unless the architecture pools otherwise (last token for decoder embedders).
+BuiltModel build_model_random(const nlohmann::json& config, const std::string& source);
 
 }  // namespace il::models

@@ -53,5 +53,8 @@ void attention_cpu(const AttentionArgs& a, ThreadPool& pool);
 // empty sequence. The same arithmetic as attention_cpu's first row. A CLS-pooled
 // model's last layer needs nothing else.
 void attention_first_cpu(const AttentionArgs& a, ThreadPool& pool);
+// The same for each sequence's last query row (a last-token-pooled model's last layer; under a
+// causal mask the one row that sees every key).
+void attention_last_cpu(const AttentionArgs& a, ThreadPool& pool);
 
 }  // namespace il::ops

@@ -136,15 +136,16 @@ void tile_product(const gemm_kernel::Kernel& kern, const float* a, std::size_t r
 
 // One (sequence, head, row block): scores = (q·scale)·kᵀ, softmax per row over its admissible
 // keys (zero elsewhere), out = p·v; both products run on the GEMM tile kernels.
-// first_only: the task is row 0 of its sequence, written to row t.seq of out (attention_first_cpu).
+// one_row: the task is one row of its sequence, written to row t.seq of out
+// (attention_first_cpu, attention_last_cpu).
 void run_task(const AttentionArgs& a, const Task& t, Scratch& sc, const gemm_kernel::Kernel& kern,
-              bool first_only = false) {
+              bool one_row = false) {
   const std::size_t start = static_cast<std::size_t>(a.seq_starts[t.seq]);
   const std::size_t len = static_cast<std::size_t>(a.seq_starts[t.seq + 1]) - start;
   const std::size_t kvh = t.head / (a.heads / a.kv_heads);
   const std::size_t hd = a.head_dim;
   const std::size_t mr = kern.mr;
-  float* out = a.out + (first_only ? t.seq : start + t.row0) * a.ldo + t.head * hd;
+  float* out = a.out + (one_row ? t.seq : start + t.row0) * a.ldo + t.head * hd;
 
   // Union of the rows' key ranges: keys outside it are never read.
   std::size_t klo = len, khi = 0;
@@ -213,7 +214,10 @@ void attention_cpu(const AttentionArgs& a, ThreadPool& pool) {
   });
 }
 
-void attention_first_cpu(const AttentionArgs& a, ThreadPool& pool) {
+namespace {
+
+// One query row per sequence (its first or its last), into row s of out.
+void attention_one_row(const AttentionArgs& a, bool last, ThreadPool& pool) {
   check_attention(a);
   const std::size_t tasks = a.num_seqs * a.heads;
   const gemm_kernel::Kernel& kern = gemm_kernel::default_kernel();
@@ -221,12 +225,18 @@ void attention_first_cpu(const AttentionArgs& a, ThreadPool& pool) {
     thread_local Scratch scratch;
     for (std::size_t t = t0; t < t1; ++t) {
       const std::size_t s = t / a.heads, h = t % a.heads;
-      const bool empty = a.seq_starts[s + 1] == a.seq_starts[s];
-      // An empty sequence has no first token: its row is zeros, as pooling gives it.
-      if (empty) std::fill_n(a.out + s * a.ldo + h * a.head_dim, a.head_dim, 0.0f);
-      else run_task(a, {s, h, 0, 1}, scratch, kern, true);
+      const std::size_t len = static_cast<std::size_t>(a.seq_starts[s + 1] - a.seq_starts[s]);
+      // An empty sequence has no such token: its row is zeros, as pooling gives it.
+      if (len == 0) std::fill_n(a.out + s * a.ldo + h * a.head_dim, a.head_dim, 0.0f);
+      else run_task(a, {s, h, last ? len - 1 : 0, 1}, scratch, kern, true);
     }
   });
 }
+
+}  // namespace
+
+void attention_first_cpu(const AttentionArgs& a, ThreadPool& pool) { attention_one_row(a, false, pool); }
+
+void attention_last_cpu(const AttentionArgs& a, ThreadPool& pool) { attention_one_row(a, true, pool); }
 
 }  // namespace il::ops

@@ -17,11 +17,12 @@ constexpr std::size_t kLanes = 32;
 // Mean and variance are two passes summed in double (long rows keep f32 parity with the double
 // reference), each in kLanes lanes so the sums vectorise. Built for AVX-512 and AVX2 as well as
 // the baseline, chosen at load time.
+// n = cols, or the group width; `v` holds n values of scratch.
 [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void normalize_row(
-    const LayerNormArgs& a, const float* x, const float* res, float* v, float* out) {
-  const std::size_t n = a.cols;
+    const LayerNormArgs& a, std::size_t n, const float* x, const float* res, float* v, float* out, float* sum_out) {
   if (res) {
     for (std::size_t j = 0; j < n; ++j) v[j] = x[j] + res[j];
+    if (sum_out) std::copy(v, v + n, sum_out);
   } else {
     v = const_cast<float*>(x);  // read only below
   }
@@ -57,19 +58,27 @@ constexpr std::size_t kLanes = 32;
 
 }  // namespace
 
+void check_layernorm(const LayerNormArgs& a, const char* what) {
+  check(a.x && a.w && a.out, what, ": null operand");
+  check(a.cols > 0, what, ": zero columns");
+  check(a.group == 0 || a.cols % a.group == 0, what, ": group of ", a.group, " columns does not divide ", a.cols);
+  check(!a.sum_out || a.residual, what, ": a sum output needs a residual input");
+}
+
 void layernorm_cpu(const LayerNormArgs& a, ThreadPool& pool) {
-  check(a.x && a.w && a.out, "layernorm: null operand");
-  check(a.cols > 0, "layernorm: zero columns");
+  check_layernorm(a);
+  const std::size_t group = a.group ? a.group : a.cols;
   // About 4K values per chunk (5 rows of 768): the rows were just written by every thread, so
   // spreading them wide pulls them from all caches at once; on 16 cores 4K measured faster than
   // 16K at 64 rows (docs/perf.md). The pool's workers spin between steps, so a chunk this small
   // does not pay for a wake-up.
   const std::size_t grain = std::max<std::size_t>(1, 4096 / a.cols);
   pool.parallel_for(a.rows, grain, [&](std::size_t r0, std::size_t r1) {
-    std::vector<float> v(a.cols);
+    std::vector<float> v(group);
     for (std::size_t r = r0; r < r1; ++r) {
-      normalize_row(a, a.x + r * a.ldx, a.residual ? a.residual + r * a.ldr : nullptr, v.data(),
-                    a.out + r * a.ldo);
+      for (std::size_t c = 0; c < a.cols; c += group)
+        normalize_row(a, group, a.x + r * a.ldx + c, a.residual ? a.residual + r * a.ldr + c : nullptr, v.data(),
+                      a.out + r * a.ldo + c, a.sum_out ? a.sum_out + r * a.lds + c : nullptr);
     }
   });
 }

@@ -3,9 +3,9 @@
 // prompt rows a model pools without (sentence-transformers' include_prompt: false): with
 // pool_starts, mean and last-token pooling read rows [pool_starts[s], seq_starts[s + 1]) and
 // CLS still reads the sequence's first row. An empty range pools to zeros. With
-// one_row_per_sequence, x holds one row per sequence instead (row s: its first token's, as a
-// CLS-pooled model's last layer leaves them) and the mode must be CLS: row s is copied, or zeros
-// where seq_starts says sequence s is empty.
+// one_row_per_sequence, x holds one row per sequence instead (row s: its first or last token's,
+// as a model's last layer computed for selected rows leaves them) and the mode must be CLS or
+// last token: row s is copied, or zeros where the pooled range of sequence s is empty.
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,8 @@ namespace il::ops {
 
 void pool_cpu(const PoolArgs& a, ThreadPool& pool) {
   check(a.x && a.out && a.seq_starts, "pool: null operand");
-  check(!a.one_row_per_sequence || a.mode == PoolingMode::kCls, "pool: one row per sequence pools by CLS only");
+  check(!a.one_row_per_sequence || a.mode != PoolingMode::kMean,
+        "pool: one row per sequence (the selected rows) pools by CLS or last token only");
   if (a.pool_starts)  // checked here: an error inside the parallel section could not reach the caller
     for (std::size_t s = 0; s < a.num_seqs; ++s)
       check(a.pool_starts[s] >= a.seq_starts[s] && a.pool_starts[s] <= a.seq_starts[s + 1], "pool: sequence ", s,

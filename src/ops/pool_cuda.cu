@@ -66,7 +66,8 @@ __global__ void l2_rows_kernel(T* x, std::size_t ldx, std::size_t cols) {
 void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in, DType out) {
   check(a.x && a.out && a.seq_starts, "pool: null operand");
   check(a.ldx >= a.cols && a.ldo >= a.cols, "pool: row stride smaller than the row");
-  check(!a.one_row_per_sequence || a.mode == PoolingMode::kCls, "pool: one row per sequence pools by CLS only");
+  check(!a.one_row_per_sequence || a.mode != PoolingMode::kMean,
+        "pool: one row per sequence (the selected rows) pools by CLS or last token only");
   if (a.num_seqs == 0 || a.cols == 0) return;
   check(a.num_seqs < (1u << 31), "pool: too many sequences for one launch");
   const dim3 grid(static_cast<unsigned>(a.num_seqs),

@@ -5,8 +5,12 @@
 namespace il::plan {
 
 BufferId Plan::add_buffer(std::string name, Rows rows, std::size_t cols) {
+  return add_buffer(std::move(name), rows, cols, default_elem(rows));
+}
+
+BufferId Plan::add_buffer(std::string name, Rows rows, std::size_t cols, Elem elem) {
   check(cols > 0, "plan: buffer ", name, " has zero columns");
-  buffers_.push_back({std::move(name), rows, cols});
+  buffers_.push_back({std::move(name), rows, cols, -1, elem});
   return static_cast<BufferId>(buffers_.size() - 1);
 }
 
@@ -14,14 +18,14 @@ BufferId Plan::add_buffer_over(std::string name, Rows rows, std::size_t cols, Bu
   check(owner >= 0 && static_cast<std::size_t>(owner) < buffers_.size(), "plan: buffer ", name,
         " reuses unknown buffer ", owner);
   const BufferDesc& o = buffers_[static_cast<std::size_t>(owner)];
-  // Token and first-token rows share the element type (the serving precision) and the row
-  // bound (the scratch's token count), so the owner's storage holds the new buffer.
-  check(o.rows == Rows::kTokens && o.storage < 0, "plan: buffer ", name, " may only reuse a token buffer that owns "
-        "its storage, not ", o.name);
+  // Token and selected rows share the element type (the serving precision) and the row bound
+  // (the scratch's token count), so the owner's storage holds the new buffer.
+  check(o.rows == Rows::kTokens && o.storage < 0 && o.elem == Elem::kActivation, "plan: buffer ", name,
+        " may only reuse an activation token buffer that owns its storage, not ", o.name);
   check(rows != Rows::kSequences, "plan: buffer ", name, ": sequence rows (f32 on GPUs) cannot reuse ", o.name);
   check(cols > 0 && cols <= o.cols, "plan: buffer ", name, " (", cols, " columns) does not fit in ", o.name, " (",
         o.cols, ")");
-  buffers_.push_back({std::move(name), rows, cols, owner});
+  buffers_.push_back({std::move(name), rows, cols, owner, Elem::kActivation});
   return static_cast<BufferId>(buffers_.size() - 1);
 }
 
@@ -76,11 +80,23 @@ std::size_t Plan::parameter_count() const {
   return n;
 }
 
-void check_pool_starts(const Batch& batch) {
+void check_batch(const Batch& batch, std::size_t max_tokens) {
+  const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
+  check(b > 0, "batch: no sequences");
+  check(t <= max_tokens, "batch: ", t, " tokens exceed the scratch size of ", max_tokens);
+  // Sequence and selected rows live in buffers of max_tokens rows.
+  check(b <= max_tokens, "batch: ", b, " sequences exceed the scratch size of ", max_tokens);
+  check(batch.seq_starts.front() == 0 && static_cast<std::size_t>(batch.seq_starts.back()) == t,
+        "batch: seq_starts must run from 0 to the token count");
+  for (std::size_t s = 0; s < b; ++s)
+    check(batch.seq_starts[s] <= batch.seq_starts[s + 1], "batch: seq_starts must not decrease (sequence ", s,
+          " starts at ", batch.seq_starts[s], " and ends at ", batch.seq_starts[s + 1], ")");
+  check(batch.type_ids.empty() || batch.type_ids.size() == t, "batch: type_ids must be empty or one per token");
+  check(batch.positions.empty() || batch.positions.size() == t, "batch: positions must be empty or one per token");
+  for (int32_t p : batch.positions) check(p >= 0, "batch: negative position ", p);
   if (batch.pool_starts.empty()) return;
-  check(batch.pool_starts.size() == batch.num_seqs(), "batch: ", batch.pool_starts.size(), " pool starts for ",
-        batch.num_seqs(), " sequences");
-  for (std::size_t s = 0; s < batch.num_seqs(); ++s)
+  check(batch.pool_starts.size() == b, "batch: ", batch.pool_starts.size(), " pool starts for ", b, " sequences");
+  for (std::size_t s = 0; s < b; ++s)
     check(batch.pool_starts[s] >= batch.seq_starts[s] && batch.pool_starts[s] <= batch.seq_starts[s + 1],
           "batch: pool start ", batch.pool_starts[s], " of sequence ", s, " is outside its rows [",
           batch.seq_starts[s], ", ", batch.seq_starts[s + 1], "]");

@@ -20,10 +20,18 @@
 namespace il::plan {
 
 // kTokens: one row per token. kSequences: one per sequence (pooled rows, heads, scores; f32 in
-// every precision mode). kFirstTokens: one per sequence too, but encoder activations of each
-// sequence's first token, kept in the serving precision like token rows (a CLS-pooled model's
-// last layer needs no other row, see models/bert.h).
-enum class Rows { kTokens, kSequences, kFirstTokens };
+// every precision mode). kSelected: one per sequence too, but encoder activations of one chosen
+// token of each sequence (its first or its last, see AttentionStep::queries), kept in the serving
+// precision like token rows: a model pooled from one token needs no other row in its last layer
+// (models/layers.h, "selected rows").
+enum class Rows { kTokens, kSequences, kSelected };
+
+// The element type of a buffer. kActivation: the serving precision (f32, or f16 / bf16 on a GPU
+// in those modes); kF32: f32 in every mode; kI32: 32-bit integers (ids, indices).
+enum class Elem { kActivation, kF32, kI32 };
+
+// The element type a buffer of `rows` gets unless its builder says otherwise.
+constexpr Elem default_elem(Rows rows) { return rows == Rows::kSequences ? Elem::kF32 : Elem::kActivation; }
 
 using BufferId = int;
 
@@ -34,6 +42,7 @@ struct BufferDesc {
   // -1: the buffer has storage of its own. Else the token buffer whose storage it reuses (no
   // chains; at most as many columns): for programs that never need both at once.
   BufferId storage = -1;
+  Elem elem = Elem::kActivation;
 };
 
 struct WeightDesc {
@@ -53,7 +62,9 @@ struct View {
   std::size_t cols = 0;  // width of the window
 };
 
-// Step vocabulary. Each names its output for debugging dumps and profiles.
+// Step vocabulary. Each names its output for debugging dumps and profiles. plan/operands.h lists
+// what each step reads and writes; a new kind goes in StepOp, operands.cc, step_profile.cc and
+// each executor's dispatch (which fails to compile without it).
 struct EmbedStep {
   WeightId word = kNoWeight, position = kNoWeight, type = kNoWeight;
   std::size_t position_offset = 0;
@@ -65,6 +76,10 @@ struct GemmStep {
   Activation act = Activation::kNone;
   View y;
 };
+// out = norm(x + residual) · w (+ b); sum_out, when given, also gets x + residual (the residual
+// stream of a pre-norm model, kept for the next sum). group > 0 normalises each run of `group`
+// columns on its own with a weight of `group` values (per-head q / k norms); 0: whole rows.
+// Outputs may alias inputs: a row is read before it is written.
 struct LayerNormStep {
   View x;
   View residual;  // buffer -1: none
@@ -72,7 +87,28 @@ struct LayerNormStep {
   float eps = 1e-12f;
   bool rms = false;
   View out;
+  View sum_out;   // buffer -1: none (needs a residual)
+  std::size_t group = 0;
 };
+// out = act(x[:, :n]) ⊙ x[:, n:2n] with n = out.cols: a gated MLP's gate and up projections,
+// computed as one GEMM with the gate's rows first.
+struct GluStep {
+  View x;
+  Activation act = Activation::kSilu;
+  View out;
+};
+// Rotary position embedding, in place on `heads` heads of `head_dim` columns of x, at each token's
+// position (Batch::positions): rotate-half pairs (j, j + rotary_dim / 2) over the first
+// rotary_dim columns of a head, angle position · theta^(−2j / rotary_dim).
+struct RopeStep {
+  View x;
+  std::size_t heads = 0, head_dim = 0, rotary_dim = 0;
+  float theta = 10000.0f;
+};
+// Which query rows an attention computes: every token, or one per sequence (its first or its
+// last token); with one, out has kSelected rows (row s for sequence s) while keys and values are
+// still every token of the sequence.
+enum class QueryRows { kAll, kFirst, kLast };
 struct AttentionStep {
   View q, k, v;
   std::size_t heads = 0, kv_heads = 0, head_dim = 0;
@@ -80,12 +116,12 @@ struct AttentionStep {
   ops::MaskMode mask = ops::MaskMode::kBidirectional;
   std::size_t window = 0;
   View out;
-  // Queries: each sequence's first token only; out then has kFirstTokens rows (row s for
-  // sequence s), while keys and values are still every token of the sequence.
-  bool first_query_only = false;
+  QueryRows queries = QueryRows::kAll;
 };
+// Token rows of one sequence → one row per sequence. x is token rows, or kSelected rows (one per
+// sequence, taken as is: the mode must then pick the row the plan selected, kCls or kLastToken).
 struct PoolStep {
-  View x;  // token rows, or kFirstTokens rows (one per sequence, taken as is: mode must be kCls)
+  View x;
   PoolingMode mode = PoolingMode::kMean;
   View out;  // sequence rows
 };
@@ -93,7 +129,8 @@ struct L2Step {
   View x;
 };
 
-using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, AttentionStep, PoolStep, L2Step>;
+using StepOp =
+    std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"
@@ -103,6 +140,7 @@ struct Step {
 class Plan {
  public:
   BufferId add_buffer(std::string name, Rows rows, std::size_t cols);
+  BufferId add_buffer(std::string name, Rows rows, std::size_t cols, Elem elem);
   // A buffer over the storage of token buffer `owner` (see BufferDesc::storage).
   BufferId add_buffer_over(std::string name, Rows rows, std::size_t cols, BufferId owner);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data);
@@ -135,6 +173,9 @@ class Plan {
 struct Batch {
   std::vector<int32_t> tokens;
   std::vector<int32_t> type_ids;    // empty or one per token
+  // One per token: its position in its sequence (what rotary embeddings read). Empty: each
+  // token's index in its sequence (runtime::make_batch always fills them).
+  std::vector<int32_t> positions;
   std::vector<int32_t> seq_starts;  // num_seqs + 1 entries, first 0, last tokens.size()
   // Empty, or one per sequence: the first row mean and last-token pooling read, after the
   // sequence's leading prompt tokens (models pooled without their prompt; see ops/pool.h).
@@ -143,7 +184,10 @@ struct Batch {
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }
 };
 
-// Throws unless pool_starts is empty or holds one start per sequence inside that sequence.
-void check_pool_starts(const Batch& batch);
+// The checks every executor makes of a batch before it runs: at least one sequence, at most
+// max_tokens tokens and sequences, seq_starts ascending from 0 to the token count, type_ids and
+// positions empty or one per token (positions not negative), pool_starts empty or one per
+// sequence inside it. Throws il::Error saying which.
+void check_batch(const Batch& batch, std::size_t max_tokens);
 
 }  // namespace il::plan

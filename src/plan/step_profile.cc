@@ -6,20 +6,22 @@
 #include <utility>
 #include <vector>
 
+#include "plan/overloaded.h"
+
 namespace il::plan {
 
 const char* op_name(const StepOp& op) {
-  return std::visit(
-      [](const auto& o) -> const char* {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, EmbedStep>) return "embed";
-        if constexpr (std::is_same_v<T, GemmStep>) return "gemm";
-        if constexpr (std::is_same_v<T, LayerNormStep>) return "layernorm";
-        if constexpr (std::is_same_v<T, AttentionStep>) return "attention";
-        if constexpr (std::is_same_v<T, PoolStep>) return "pool";
-        if constexpr (std::is_same_v<T, L2Step>) return "l2";
-      },
-      op);
+  return std::visit(Overloaded{
+                        [](const EmbedStep&) { return "embed"; },
+                        [](const GemmStep&) { return "gemm"; },
+                        [](const LayerNormStep&) { return "layernorm"; },
+                        [](const GluStep&) { return "glu"; },
+                        [](const RopeStep&) { return "rope"; },
+                        [](const AttentionStep&) { return "attention"; },
+                        [](const PoolStep&) { return "pool"; },
+                        [](const L2Step&) { return "l2"; },
+                    },
+                    op);
 }
 
 void StepProfile::add(const std::string& step, const char* op, double ms) {

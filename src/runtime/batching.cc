@@ -6,7 +6,7 @@
 
 namespace il::runtime {
 
-void validate_inputs(const std::vector<TokenInput>& inputs, const io::EncoderConfig& cfg,
+void validate_inputs(const std::vector<TokenInput>& inputs, const models::InputLimits& cfg,
                      std::size_t max_len) {
   check(!inputs.empty(), "no inputs");
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -56,6 +56,7 @@ plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& 
   }
   if (skip_prompts && any_prompt) b.pool_starts.reserve(range.count);
   b.tokens.reserve(total);
+  b.positions.reserve(total);
   b.seq_starts.reserve(range.count + 1);
   b.seq_starts.push_back(0);
   if (any_types) b.type_ids.reserve(total);
@@ -64,6 +65,7 @@ plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& 
     if (skip_prompts && any_prompt)
       b.pool_starts.push_back(static_cast<int32_t>(b.tokens.size() + std::min(in.prompt_tokens, in.ids.size())));
     b.tokens.insert(b.tokens.end(), in.ids.begin(), in.ids.end());
+    for (std::size_t t = 0; t < in.ids.size(); ++t) b.positions.push_back(static_cast<int32_t>(t));
     if (any_types) {
       if (in.type_ids.empty()) b.type_ids.insert(b.type_ids.end(), in.ids.size(), 0);
       else b.type_ids.insert(b.type_ids.end(), in.type_ids.begin(), in.type_ids.end());

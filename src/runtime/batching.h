@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "inferencelayer/types.h"
-#include "io/hf_config.h"
+#include "models/model.h"
 #include "plan/plan.h"
 
 namespace il::runtime {
@@ -17,7 +17,7 @@ struct BatchRange {
 
 // Throws il::Error naming the input index and the problem: empty input, too long, token id
 // outside the vocabulary, segment id outside the type table, type_ids of another length.
-void validate_inputs(const std::vector<TokenInput>& inputs, const io::EncoderConfig& cfg,
+void validate_inputs(const std::vector<TokenInput>& inputs, const models::InputLimits& limits,
                      std::size_t max_len);
 
 // Consecutive ranges whose token total stays within max_tokens (each input must fit alone).
@@ -25,6 +25,7 @@ std::vector<BatchRange> pack_batches(const std::vector<TokenInput>& inputs, std:
 
 // skip_prompts: fill pool_starts so pooling leaves out each input's prompt_tokens (clamped to
 // its length); only when some input has any.
+// Positions are each token's index in its sequence.
 plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& range, bool skip_prompts = false);
 
 }  // namespace il::runtime

@@ -13,7 +13,6 @@
 #include "backends/cpu/cpu_executor.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
-#include "io/hf_config.h"
 #include "io/json_util.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
@@ -93,6 +92,7 @@ class LocalEngine final : public Engine {
 
   TokenInput tokenize_pair(std::string_view first, std::string_view second,
                            bool truncate) const override {
+    if (model_.pair_template) return templated_pair(first, second, encode_options(truncate));
     return to_input(tokenizer().encode_pair(first, second, encode_options(truncate)));
   }
 
@@ -102,6 +102,7 @@ class LocalEngine final : public Engine {
 
   TokenInput tokenize_pair_with(std::string_view first, std::string_view second,
                                 const TokenizeOptions& options) const override {
+    if (model_.pair_template) return templated_pair(first, second, encode_options(options));
     return to_input(tokenizer().encode_pair(first, second, encode_options(options)));
   }
 
@@ -129,7 +130,7 @@ class LocalEngine final : public Engine {
   }
 
   Matrix embed(const std::vector<TokenInput>& inputs, const EmbedOptions& options) override {
-    check(info_.kind == ModelKind::kEmbedding, "this model is a cross-encoder: use rerank / score");
+    check(info_.capabilities.embed, "this model does not produce embeddings (it scores inputs: use rerank / score)");
     const PoolingMode mode = options.pooling.value_or(model_.pooling);
     const bool normalize = options.normalize.value_or(model_.normalize);
     const std::size_t full = model_.embedding_dim;
@@ -170,7 +171,8 @@ class LocalEngine final : public Engine {
 
   std::vector<Matrix> hidden_states(const std::vector<TokenInput>& inputs) override {
     std::vector<Matrix> out(inputs.size());
-    const std::size_t h = static_cast<std::size_t>(model_.config.hidden);
+    check(info_.capabilities.hidden_states, "this model does not report hidden states");
+    const std::size_t h = model_.hidden_size;
     std::vector<float> rows;
     run_batches(inputs, false, "encode", [&](const plan::Batch& batch, std::size_t first) {
       rows.resize(batch.num_tokens() * h);
@@ -188,9 +190,8 @@ class LocalEngine final : public Engine {
   }
 
   Matrix score(const std::vector<TokenInput>& inputs) override {
-    check(info_.kind == ModelKind::kCrossEncoder,
-          "this model is not a cross-encoder (no sequence-classification head): use embed");
-    const std::size_t labels = static_cast<std::size_t>(model_.config.num_labels);
+    check(info_.capabilities.score, "this model does not score inputs (no classification or reranking head): use embed");
+    const std::size_t labels = model_.labels.size();
     Matrix out(inputs.size(), labels);
     // The head reads first tokens only: the encoder's last layer runs for those alone.
     const models::Programs programs = models::scoring_programs(model_.plan);
@@ -225,12 +226,57 @@ class LocalEngine final : public Engine {
 
   static TokenInput to_input(text::Encoding&& e) { return {std::move(e.ids), std::move(e.type_ids)}; }
 
+  // A pair scored through a prompt (models::PairTemplate): prefix, body and suffix tokenized
+  // alone without special tokens, as the model card does; the body is cut to what the prefix
+  // and suffix leave of the maximum (from its end, or its start when truncating left), or the
+  // whole is refused when truncation is off.
+  TokenInput templated_pair(std::string_view query, std::string_view document, text::EncodeOptions options) const {
+    const models::PairTemplate& t = *model_.pair_template;
+    std::string body;
+    body.reserve(t.body.size() + query.size() + document.size() + t.default_instruction.size());
+    for (std::size_t i = 0; i < t.body.size();) {
+      const auto take = [&](std::string_view field, std::string_view value) {
+        if (t.body.compare(i, field.size(), field) != 0) return false;
+        body.append(value);
+        i += field.size();
+        return true;
+      };
+      if (take("{instruction}", t.default_instruction) || take("{query}", query) || take("{document}", document))
+        continue;
+      body.push_back(t.body[i++]);
+    }
+    const std::size_t max_length = options.max_length;
+    const bool truncate = options.truncate;
+    options.add_special_tokens = false;
+    options.max_length = 0;
+    options.truncate = false;
+    const text::Encoding prefix = tokenizer().encode(t.prefix, options);
+    const text::Encoding suffix = tokenizer().encode(t.suffix, options);
+    text::Encoding middle = tokenizer().encode(body, options);
+    const std::size_t fixed = prefix.ids.size() + suffix.ids.size();
+    TokenInput out;
+    if (max_length > 0 && fixed + middle.ids.size() > max_length) {
+      check(truncate, "input of ", fixed + middle.ids.size(), " tokens is longer than the maximum of ",
+            max_length, " (truncation is off)");
+      check(max_length > fixed, "the reranking prompt alone takes ", fixed, " of the ", max_length, " tokens");
+      const std::size_t keep = max_length - fixed;
+      if (options.direction == text::TruncationDirection::kLeft)
+        middle.ids.erase(middle.ids.begin(), middle.ids.end() - static_cast<std::ptrdiff_t>(keep));
+      else
+        middle.ids.resize(keep);
+    }
+    out.ids = prefix.ids;
+    out.ids.insert(out.ids.end(), middle.ids.begin(), middle.ids.end());
+    out.ids.insert(out.ids.end(), suffix.ids.begin(), suffix.ids.end());
+    return out;
+  }
+
   // Validates every input, packs them in order into batches that fit the scratch, runs the
   // encoder program for each and hands it to `consume` with the index of its first input.
   template <typename F>
   void run_batches(const std::vector<TokenInput>& inputs, bool skip_prompts, const std::string& encoder,
                    F&& consume) {
-    runtime::validate_inputs(inputs, model_.config, max_len_);
+    runtime::validate_inputs(inputs, model_.limits, max_len_);
     std::lock_guard lock(mutex_);
     for (const runtime::BatchRange& range : runtime::pack_batches(inputs, max_batch_tokens_)) {
       plan::Batch batch = runtime::make_batch(inputs, range, skip_prompts);
@@ -283,8 +329,8 @@ std::unique_ptr<Engine> Engine::load_random(const std::filesystem::path& config_
                                             const std::filesystem::path& tokenizer_json,
                                             const EngineOptions& options) {
   const nlohmann::json j = io::read_json_file(config_json);
-  return std::make_unique<LocalEngine>(models::build_model_random(io::parse_encoder_config(j, config_json.string())),
-                                       config_json, tokenizer_json, true, options);
+  return std::make_unique<LocalEngine>(models::build_model_random(j, config_json.string()), config_json,
+                                       tokenizer_json, true, options);
 }
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir,

@@ -5,40 +5,39 @@
 namespace il::runtime {
 
 std::size_t max_sequence_length(const models::BuiltModel& model) {
-  std::size_t n = static_cast<std::size_t>(std::max(1, model.config.max_tokens_per_sequence()));
+  std::size_t n = std::max<std::size_t>(1, model.limits.max_tokens);
   if (model.st.max_seq_length > 0) n = std::min(n, static_cast<std::size_t>(model.st.max_seq_length));
   return n;
 }
 
 ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& model,
                    const std::string& tokenizer_kind, std::size_t max_len) {
-  const io::EncoderConfig& c = model.config;
   ModelInfo i;
   i.path = dir.string();
-  i.model_type = c.model_type;
-  i.architecture = c.architectures.empty() ? c.model_type : c.architectures.front();
+  i.model_type = model.model_type;
+  i.architecture = model.architecture;
   i.layout = model.layout;
-  i.kind = c.is_cross_encoder ? ModelKind::kCrossEncoder : ModelKind::kEmbedding;
-  i.hidden = c.hidden;
-  i.layers = c.layers;
-  i.heads = c.heads;
-  i.intermediate = c.intermediate;
-  i.vocab = c.vocab;
+  i.capabilities = model.capabilities;
+  i.kind = model.capabilities.score ? ModelKind::kCrossEncoder : ModelKind::kEmbedding;
+  i.hidden = model.hidden;
+  i.layers = model.layers;
+  i.heads = model.heads;
+  i.kv_heads = model.kv_heads;
+  i.intermediate = model.intermediate;
+  i.vocab = model.limits.vocab;
+  i.type_vocab = model.limits.type_vocab;
   i.max_tokens = static_cast<int>(max_len);
-  i.num_labels = c.is_cross_encoder ? c.num_labels : 0;
-  for (int l = 0; l < i.num_labels; ++l) {
-    const auto name = c.id2label.find(l);
-    i.labels.push_back(name != c.id2label.end() ? name->second : "LABEL_" + std::to_string(l));
-  }
-  i.output_dim = static_cast<int>(c.is_cross_encoder ? 0 : model.embedding_dim);
-  i.activation = std::string(activation_name(c.act));
+  i.num_labels = static_cast<int>(model.labels.size());
+  i.labels = model.labels;
+  i.output_dim = static_cast<int>(model.capabilities.embed ? model.embedding_dim : 0);
+  i.activation = std::string(activation_name(model.act));
   i.stored_dtype = model.stored_dtype;
   i.parameters = model.plan.parameter_count();
   i.weight_bytes = model.stored_bytes;
   i.pooling = model.pooling;
   i.normalize = model.normalize;
   i.sentence_transformers = model.st.present;
-  i.random_weights = c.random_weights;
+  i.random_weights = model.random_weights;
   i.tokenizer = tokenizer_kind;
   i.prompts = model.st.prompts;
   i.include_prompt = model.st.include_prompt;

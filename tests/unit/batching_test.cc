@@ -6,8 +6,8 @@
 namespace il::runtime {
 namespace {
 
-io::EncoderConfig small_config() {
-  io::EncoderConfig c;
+models::InputLimits small_config() {
+  models::InputLimits c;
   c.vocab = 100;
   c.type_vocab = 2;
   return c;
@@ -25,6 +25,8 @@ TEST(Batching, PacksInOrderUnderTheBudget) {
   auto batch = make_batch(in, ranges[1]);
   EXPECT_EQ(batch.seq_starts, (std::vector<int32_t>{0, 2, 7}));
   EXPECT_TRUE(batch.type_ids.empty());
+  // Each token's position is its index in its own sequence (what rotary embeddings read).
+  EXPECT_EQ(batch.positions, (std::vector<int32_t>{0, 1, 0, 1, 2, 3, 4}));
 }
 
 TEST(Batching, MixedTypeIdsFillZeros) {
@@ -40,13 +42,13 @@ TEST(Batching, PoolStartsSkipPromptTokensOnlyWhenAsked) {
   EXPECT_TRUE(make_batch(in, {0, 3}).pool_starts.empty());
   const auto b = make_batch(in, {0, 3}, true);
   EXPECT_EQ(b.pool_starts, (std::vector<int32_t>{2, 6, 6}));
-  EXPECT_NO_THROW(plan::check_pool_starts(b));
+  EXPECT_NO_THROW(plan::check_batch(b, 1 << 20));
   EXPECT_TRUE(make_batch(in, {2, 1}, true).pool_starts.empty());  // no prompt in this batch
   plan::Batch bad = b;
   bad.pool_starts[2] = 5;
-  EXPECT_THROW(plan::check_pool_starts(bad), Error);
+  EXPECT_THROW(plan::check_batch(bad, 1 << 20), Error);
   bad.pool_starts.pop_back();
-  EXPECT_THROW(plan::check_pool_starts(bad), Error);
+  EXPECT_THROW(plan::check_batch(bad, 1 << 20), Error);
 }
 
 TEST(Batching, ValidationNamesTheInput) {

@@ -5,13 +5,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <type_traits>
 
 #include "core/env.h"
 #include "core/error.h"
 #include "ops/embed.h"
+#include "ops/glu.h"
 #include "ops/layernorm.h"
 #include "ops/pool.h"
+#include "ops/rope.h"
+#include "plan/operands.h"
+#include "plan/overloaded.h"
 
 namespace il::cpu {
 
@@ -30,32 +33,28 @@ CpuExecutor::CpuExecutor(plan::Plan& plan, std::size_t max_tokens, std::size_t t
 }
 
 void CpuExecutor::pack_gemm_weights(plan::Plan& plan) {
-  // Weights read by other steps too (a tied embedding used as an output projection) keep
-  // their plan copy; the others are released once packed.
-  std::map<plan::WeightId, bool> gemm_only;
-  for (const std::string& name : plan.program_names()) {
-    for (const plan::Step& step : plan.program(name)) {
-      std::visit(
-          [&](const auto& op) {
-            using T = std::decay_t<decltype(op)>;
-            if constexpr (std::is_same_v<T, plan::GemmStep>) {
-              gemm_only.try_emplace(op.w, true);
-            } else if constexpr (std::is_same_v<T, plan::EmbedStep>) {
-              for (plan::WeightId id : {op.word, op.position, op.type}) gemm_only[id] = false;
-            }
-          },
-          step.op);
-    }
-  }
-  for (const auto& [id, only] : gemm_only) {
-    if (id == plan::kNoWeight) continue;
+  // GEMM weights move into panels. Those read by other steps too (a tied embedding used as an
+  // output projection) keep their plan copy; the others are released once packed.
+  struct Uses {
+    bool gemm = false, other = false;
+  };
+  std::map<plan::WeightId, Uses> uses;
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      for (const plan::WeightUse& use : plan::operands(step.op).weights) {
+        Uses& u = uses[use.id];
+        (use.role == plan::WeightRole::kGemm ? u.gemm : u.other) = true;
+      }
+  for (const auto& [id, u] : uses) {
+    if (!u.gemm) continue;
     auto& w = plan.weights().at(static_cast<std::size_t>(id));
-    const std::size_t n = static_cast<std::size_t>(w.shape.at(0));
-    const std::size_t k = static_cast<std::size_t>(w.shape.at(1));
+    check(w.shape.size() == 2, "cpu executor: GEMM weight ", w.name, " is not a matrix");
+    const std::size_t n = static_cast<std::size_t>(w.shape[0]);
+    const std::size_t k = static_cast<std::size_t>(w.shape[1]);
     check(w.data.size() == n * k, "cpu executor: weight ", w.name,
           " holds no data (its plan is already used by another executor?)");
     packed_.emplace(id, ops::PackedWeight(w.data.data(), n, k));
-    if (only) std::vector<float>().swap(w.data);
+    if (!u.other) std::vector<float>().swap(w.data);
   }
 }
 
@@ -68,18 +67,14 @@ std::string CpuExecutor::profile_report() const {
 }
 
 void CpuExecutor::set_batch(const plan::Batch& batch) {
-  check(batch.num_seqs() > 0, "batch: no sequences");
-  check(batch.num_tokens() <= max_tokens_, "batch: ", batch.num_tokens(),
-        " tokens exceed the scratch size of ", max_tokens_);
-  check(batch.seq_starts.front() == 0 &&
-            static_cast<std::size_t>(batch.seq_starts.back()) == batch.num_tokens(),
-        "batch: seq_starts must run from 0 to the token count");
-  check(batch.type_ids.empty() || batch.type_ids.size() == batch.num_tokens(),
-        "batch: type_ids must be empty or one per token");
-  check(batch.num_seqs() <= max_tokens_, "batch: ", batch.num_seqs(), " sequences exceed the scratch size of ",
-        max_tokens_);  // sequence and first-token rows live in buffers of max_tokens rows
-  plan::check_pool_starts(batch);
+  plan::check_batch(batch, max_tokens_);
   batch_ = batch;
+  if (batch_.positions.empty()) {  // each token's index in its sequence
+    batch_.positions.resize(batch_.num_tokens());
+    for (std::size_t s = 0; s < batch_.num_seqs(); ++s)
+      for (int32_t t = batch_.seq_starts[s]; t < batch_.seq_starts[s + 1]; ++t)
+        batch_.positions[static_cast<std::size_t>(t)] = t - batch_.seq_starts[s];
+  }
 }
 
 float* CpuExecutor::ptr(const View& v) {
@@ -95,7 +90,7 @@ std::size_t CpuExecutor::rows(const View& v) const {
   switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
     case Rows::kTokens: return batch_.num_tokens();
     case Rows::kSequences:
-    case Rows::kFirstTokens: return batch_.num_seqs();
+    case Rows::kSelected: return batch_.num_seqs();
   }
   return 0;
 }
@@ -122,42 +117,65 @@ void CpuExecutor::run(const std::string& program) {
 void CpuExecutor::execute(const plan::Step& step) {
   const int32_t* starts = batch_.seq_starts.data();
   const std::size_t nseq = batch_.num_seqs();
+  const auto selected = [&](const View& v) {
+    return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows == Rows::kSelected;
+  };
   std::visit(
-      [&](const auto& op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, plan::EmbedStep>) {
-          ops::embed_cpu({batch_.tokens.data(), batch_.type_ids.empty() ? nullptr : batch_.type_ids.data(),
-                          starts, nseq, weight(op.word), weight(op.position), op.position_offset,
-                          weight(op.type), ptr(op.out), ld(op.out), op.out.cols},
-                         pool_);
-        } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
-          ops::gemm_packed_cpu({ptr(op.x), ld(op.x), &packed_.at(op.w), weight(op.bias), ptr(op.y),
-                                ld(op.y), rows(op.x), op.act},
-                               pool_);
-        } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
-          const bool has_res = op.residual.buffer >= 0;
-          ops::layernorm_cpu({ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,
-                              has_res ? ld(op.residual) : 0, weight(op.w), weight(op.b), ptr(op.out),
-                              ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms},
-                             pool_);
-        } else if constexpr (std::is_same_v<T, plan::AttentionStep>) {
-          const ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),
-                                        ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
-                                        op.head_dim, op.scale, op.mask, op.window};
-          if (op.first_query_only) ops::attention_first_cpu(args, pool_);
-          else ops::attention_cpu(args, pool_);
-        } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
-          // First-token rows hold one row per sequence: row s is sequence s's (CLS) row.
-          const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kFirstTokens;
-          check(!per_sequence || op.mode == PoolingMode::kCls, "pool ", step.name,
-                ": first-token rows can only be CLS-pooled");
-          ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols, op.mode,
-                         batch_.pool_starts.empty() || per_sequence ? nullptr : batch_.pool_starts.data(),
-                         per_sequence},
-                        pool_);
-        } else if constexpr (std::is_same_v<T, plan::L2Step>) {
-          ops::l2_rows_cpu({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, pool_);
-        }
+      plan::Overloaded{
+          [&](const plan::EmbedStep& op) {
+            ops::embed_cpu({batch_.tokens.data(), batch_.type_ids.empty() ? nullptr : batch_.type_ids.data(), starts,
+                            nseq, weight(op.word), weight(op.position), op.position_offset, weight(op.type),
+                            ptr(op.out), ld(op.out), op.out.cols},
+                           pool_);
+          },
+          [&](const plan::GemmStep& op) {
+            ops::gemm_packed_cpu({ptr(op.x), ld(op.x), &packed_.at(op.w), weight(op.bias), ptr(op.y), ld(op.y),
+                                  rows(op.x), op.act},
+                                 pool_);
+          },
+          [&](const plan::LayerNormStep& op) {
+            const bool has_res = op.residual.buffer >= 0, has_sum = op.sum_out.buffer >= 0;
+            ops::LayerNormArgs a{ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,
+                                 has_res ? ld(op.residual) : 0, weight(op.w), weight(op.b), ptr(op.out),
+                                 ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms};
+            a.sum_out = has_sum ? ptr(op.sum_out) : nullptr;
+            a.lds = has_sum ? ld(op.sum_out) : 0;
+            a.group = op.group;
+            ops::check_layernorm(a, step.name.c_str());
+            ops::layernorm_cpu(a, pool_);
+          },
+          [&](const plan::GluStep& op) {
+            check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
+                  " columns for an output of ", op.out.cols);
+            ops::glu_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), rows(op.x), op.out.cols, op.act}, pool_);
+          },
+          [&](const plan::RopeStep& op) {
+            check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");
+            check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
+                  " do not fit a view of ", op.x.cols, " columns");
+            ops::rope_cpu({ptr(op.x), ld(op.x), batch_.positions.data(), rows(op.x), op.heads, op.head_dim,
+                           op.rotary_dim, op.theta},
+                          pool_);
+          },
+          [&](const plan::AttentionStep& op) {
+            const ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),
+                                          ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
+                                          op.head_dim, op.scale, op.mask, op.window};
+            switch (op.queries) {
+              case plan::QueryRows::kAll: return ops::attention_cpu(args, pool_);
+              case plan::QueryRows::kFirst: return ops::attention_first_cpu(args, pool_);
+              case plan::QueryRows::kLast: return ops::attention_last_cpu(args, pool_);
+            }
+          },
+          [&](const plan::PoolStep& op) {
+            // Selected rows hold one row per sequence: row s is sequence s's.
+            const bool per_sequence = selected(op.x);
+            ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols, op.mode,
+                           batch_.pool_starts.empty() || per_sequence ? nullptr : batch_.pool_starts.data(),
+                           per_sequence},
+                          pool_);
+          },
+          [&](const plan::L2Step& op) { ops::l2_rows_cpu({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, pool_); },
       },
       step.op);
 }

@@ -63,7 +63,7 @@ DType CudaExecutor::type_of(const View& v) const {
   switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
     case Rows::kTokens: return compute_;
     case Rows::kSequences: return DType::kF32;  // pooled rows, heads, scores: f32 in every mode
-    case Rows::kFirstTokens: return compute_;   // activations, like token rows
+    case Rows::kSelected: return compute_;   // activations, like token rows
   }
   return DType::kF32;
 }
@@ -198,20 +198,9 @@ void CudaExecutor::release() noexcept {
 }
 
 void CudaExecutor::set_batch(const plan::Batch& batch) {
-  check(batch.num_seqs() > 0, "batch: no sequences");
-  check(batch.num_tokens() <= max_tokens_, "batch: ", batch.num_tokens(),
-        " tokens exceed the scratch size of ", max_tokens_);
-  check(batch.seq_starts.front() == 0 &&
-            static_cast<std::size_t>(batch.seq_starts.back()) == batch.num_tokens(),
-        "batch: seq_starts must run from 0 to the token count");
-  check(batch.type_ids.empty() || batch.type_ids.size() == batch.num_tokens(),
-        "batch: type_ids must be empty or one per token");
-  check(batch.num_seqs() <= max_tokens_, "batch: ", batch.num_seqs(), " sequences exceed the scratch size of ",
-        max_tokens_);  // sequence-row buffers and the id staging hold max_tokens rows
-  plan::check_pool_starts(batch);
+  plan::check_batch(batch, max_tokens_);  // sequence rows and the id staging hold max_tokens rows
   std::size_t longest = 0;
   for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
-    check(batch.seq_starts[s + 1] >= batch.seq_starts[s], "batch: seq_starts not ascending at ", s);
     longest = std::max<std::size_t>(longest, static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]));
   }
   const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
@@ -269,7 +258,7 @@ std::size_t CudaExecutor::rows(const View& v) const {
   switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
     case Rows::kTokens: return num_tokens_;
     case Rows::kSequences:
-    case Rows::kFirstTokens: return num_seqs_;
+    case Rows::kSelected: return num_seqs_;
   }
   return 0;
 }
@@ -449,7 +438,9 @@ void CudaExecutor::execute(const plan::Step& step) {
           const DType t = type_of(op.q);
           check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", step.name,
                 ": operands differ in element type");
-          if (op.first_query_only) {
+          check(op.queries != plan::QueryRows::kLast, "attention ", step.name,
+                ": last-row queries are not on CUDA yet");
+          if (op.queries == plan::QueryRows::kFirst) {
             ops::attention_first_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
                                        ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim,
                                        op.scale, op.mask, op.window},
@@ -472,7 +463,7 @@ void CudaExecutor::execute(const plan::Step& step) {
                               max_seq_len_, stream_, t);
         } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
           // First-token rows hold one row per sequence: row s is sequence s's (CLS) row.
-          const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kFirstTokens;
+          const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kSelected;
           check(!per_sequence || op.mode == PoolingMode::kCls, "pool ", step.name,
                 ": first-token rows can only be CLS-pooled");
           ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
@@ -491,7 +482,7 @@ void CudaExecutor::read(const View& view, float* dst) {
   switch (plan_.buffers().at(static_cast<std::size_t>(view.buffer)).rows) {
     case Rows::kTokens: n = real_tokens_; break;
     case Rows::kSequences:
-    case Rows::kFirstTokens: n = real_seqs_; break;
+    case Rows::kSelected: n = real_seqs_; break;
   }
   if (n == 0 || view.cols == 0) return;
   IL_CUDA_CHECK(cudaSetDevice(device_));

@@ -1,0 +1,56 @@
+// What a built model is to the rest of the engine: its plan, what it can do, the inputs it
+// accepts and how it describes itself. Nothing outside models/ reads an architecture's config;
+// the runtime, CLI, bench and server read this.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferencelayer/engine.h"
+#include "io/st_modules.h"
+#include "plan/plan.h"
+
+namespace il::models {
+
+// The token inputs a model accepts.
+struct InputLimits {
+  int vocab = 0;            // token ids 0 .. vocab - 1
+  int type_vocab = 0;       // segment ids 0 .. type_vocab - 1; 0: no segment table (ids must be 0)
+  std::size_t max_tokens = 0;  // per sequence (the position table or the trained context)
+};
+
+// How a scored pair becomes one text, for models scored through a prompt rather than a pair
+// encoding (Qwen3-Reranker: its model card's chat template, the answer read from the last
+// token). The text is prefix + body + suffix, body = `body` with {instruction}, {query} and
+// {document} replaced; each part is tokenized alone without special tokens, and only the body is
+// truncated to fit.
+struct PairTemplate {
+  std::string prefix, body, suffix;
+  std::string default_instruction;
+};
+
+struct BuiltModel {
+  plan::Plan plan;
+  Capabilities capabilities;
+  InputLimits limits;
+  // Description (inferencelayer info, /info).
+  std::string model_type, architecture, layout;
+  int hidden = 0, layers = 0, heads = 0, kv_heads = 0, intermediate = 0;
+  Activation act = Activation::kNone;
+  bool random_weights = false;  // config marks a demo / fixture folder
+
+  std::size_t hidden_size = 0;       // width of output "hidden"
+  std::vector<std::string> labels;   // score outputs' names, one per column of "scores"
+  std::optional<PairTemplate> pair_template;
+
+  io::SentenceTransformerInfo st;
+  std::size_t embedding_dim = 0;
+  PoolingMode pooling = PoolingMode::kMean;  // the folder's default
+  bool normalize = false;                     // the folder's default
+  std::string stored_dtype = "F32";           // what most checkpoint tensors are stored as
+  std::size_t stored_bytes = 0;               // tensor bytes in the checkpoint
+};
+
+}  // namespace il::models

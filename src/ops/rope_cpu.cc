@@ -1,0 +1,51 @@
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/rope.h"
+
+namespace il::ops {
+
+float rope_inv_freq(float theta, std::size_t j, std::size_t rotary_dim) {
+  // transformers: 1 / theta ** (arange(0, dim, 2).float() / dim), in float32.
+  const float exponent = static_cast<float>(2 * j) / static_cast<float>(rotary_dim);
+  const float power = static_cast<float>(std::pow(static_cast<double>(theta), static_cast<double>(exponent)));
+  return 1.0f / power;
+}
+
+void check_rope(const RopeArgs& a, const char* what) {
+  check(a.x && a.positions, what, ": null operand");
+  check(a.heads > 0 && a.head_dim > 0, what, ": no heads");
+  check(a.rotary_dim > 0 && a.rotary_dim % 2 == 0 && a.rotary_dim <= a.head_dim, what, ": rotary_dim ", a.rotary_dim,
+        " must be even and at most head_dim ", a.head_dim);
+  check(a.ldx >= a.heads * a.head_dim, what, ": row stride ", a.ldx, " smaller than heads × head_dim");
+}
+
+void rope_cpu(const RopeArgs& a, ThreadPool& pool) {
+  check_rope(a);
+  const std::size_t half = a.rotary_dim / 2;
+  std::vector<float> inv_freq(half);
+  for (std::size_t j = 0; j < half; ++j) inv_freq[j] = rope_inv_freq(a.theta, j, a.rotary_dim);
+  pool.parallel_for(a.rows, 16, [&](std::size_t r0, std::size_t r1) {
+    std::vector<float> cos_row(half), sin_row(half);
+    for (std::size_t r = r0; r < r1; ++r) {
+      const float p = static_cast<float>(a.positions[r]);
+      for (std::size_t j = 0; j < half; ++j) {
+        const double angle = static_cast<double>(p * inv_freq[j]);  // rounded to f32 as transformers does
+        cos_row[j] = static_cast<float>(std::cos(angle));
+        sin_row[j] = static_cast<float>(std::sin(angle));
+      }
+      float* row = a.x + r * a.ldx;
+      for (std::size_t h = 0; h < a.heads; ++h) {
+        float* x = row + h * a.head_dim;
+        for (std::size_t j = 0; j < half; ++j) {
+          const float lo = x[j], hi = x[j + half];
+          x[j] = lo * cos_row[j] - hi * sin_row[j];
+          x[j + half] = hi * cos_row[j] + lo * sin_row[j];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace il::ops

@@ -1,0 +1,63 @@
+#include "plan/operands.h"
+
+#include "plan/overloaded.h"
+
+namespace il::plan {
+namespace {
+
+bool present(const View& v) { return v.buffer >= 0; }
+
+}  // namespace
+
+Operands operands(const StepOp& op) {
+  Operands o;
+  const auto weight = [&](WeightId id, WeightRole role, const View& meets) {
+    if (id != kNoWeight) o.weights.push_back({id, role, meets});
+  };
+  std::visit(Overloaded{
+                 [&](const EmbedStep& s) {
+                   o.writes = {s.out};
+                   weight(s.word, WeightRole::kTable, s.out);
+                   weight(s.position, WeightRole::kTable, s.out);
+                   weight(s.type, WeightRole::kTable, s.out);
+                 },
+                 [&](const GemmStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.y};
+                   weight(s.w, WeightRole::kGemm, s.x);
+                   weight(s.bias, WeightRole::kGemmBias, s.x);
+                 },
+                 [&](const LayerNormStep& s) {
+                   o.reads = {s.x};
+                   if (present(s.residual)) o.reads.push_back(s.residual);
+                   o.writes = {s.out};
+                   if (present(s.sum_out)) o.writes.push_back(s.sum_out);
+                   weight(s.w, WeightRole::kNorm, s.x);
+                   weight(s.b, WeightRole::kNorm, s.x);
+                 },
+                 [&](const GluStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.out};
+                 },
+                 [&](const RopeStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.x};
+                 },
+                 [&](const AttentionStep& s) {
+                   o.reads = {s.q, s.k, s.v};
+                   o.writes = {s.out};
+                 },
+                 [&](const PoolStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.out};
+                 },
+                 [&](const L2Step& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.x};
+                 },
+             },
+             op);
+  return o;
+}
+
+}  // namespace il::plan
