@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <new>
 #include <thread>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "server/context.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/route_table.h"
 #include "server/routes.h"
 #include "server/worker_pool.h"
 
@@ -52,50 +52,9 @@ HttpOptions http_options(const ServeOptions &o) {
   return h;
 }
 
-HttpResponse error_response(int status, const std::string &type,
-                            const std::string &message) {
-  HttpResponse res;
-  res.status = status;
-  res.json(error_body(message, type));
-  return res;
-}
-
-std::string media_type(const std::string &content_type) {
-  std::string t = content_type.substr(0, content_type.find(';'));
-  t.erase(0, t.find_first_not_of(" \t"));
-  t.erase(t.find_last_not_of(" \t") + 1);
-  std::transform(t.begin(), t.end(), t.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return t;
-}
-
-// As axum's Json extractor (TEI): application/json, or a +json type.
-bool is_json(const std::string &content_type) {
-  const std::string t = media_type(content_type);
-  return t == "application/json" ||
-         (t.starts_with("application/") && t.ends_with("+json"));
-}
-
-// Compares in a time that does not depend on where the strings differ (an API
-// key is a secret).
-bool same_secret(const std::string &a, const std::string &b) {
-  if (a.size() != b.size())
-    return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 } // namespace
 
-struct Server::Impl final : Router, HttpApp {
-  struct Route {
-    Method method;
-    bool compute;
-    Handler handler;
-  };
-
+struct Server::Impl final : HttpApp {
   // One request from screening to its answer.
   struct Exchange {
     const Route *route = nullptr;
@@ -113,70 +72,21 @@ struct Server::Impl final : Router, HttpApp {
         batcher(*engine, o.max_batch_tokens, o.max_batch_requests, metrics),
         ctx{o, *engine, metrics, tokenizers, batcher, default_model_name(o)} {
     metrics.set_http_counters(&http.counters());
-    add_embed_routes(*this, ctx);
-    add_openai_routes(*this, ctx);
-    add_rerank_routes(*this, ctx);
-    add_token_routes(*this, ctx);
-    add_info_routes(*this, ctx);
-  }
-
-  void add(Method method, const std::string &path, bool compute,
-           Handler handler) override {
-    routes[path].push_back(Route{method, compute, std::move(handler)});
-  }
-
-  const Route *find_route(const HttpRequest &head) const {
-    const auto it = routes.find(head.path);
-    if (it == routes.end())
-      return nullptr;
-    for (const Route &r : it->second)
-      if ((r.method == Method::kGet && head.method == "GET") ||
-          (r.method == Method::kPost && head.method == "POST"))
-        return &r;
-    return nullptr;
-  }
-
-  bool authorized(const HttpRequest &head) const {
-    if (options.api_key.empty())
-      return true;
-    return same_secret(head.header("Authorization"),
-                       "Bearer " + options.api_key);
+    add_embed_routes(routes, ctx);
+    add_openai_routes(routes, ctx);
+    add_rerank_routes(routes, ctx);
+    add_token_routes(routes, ctx);
+    add_info_routes(routes, ctx);
   }
 
   // Decided on the head alone, before a body byte is read.
   std::optional<HttpResponse> screen(const HttpRequest &head) override {
-    const auto it = routes.find(head.path);
-    if (it == routes.end())
-      return error_response(404, "NotFound",
-                            "no such route: " + head.path.substr(0, 200));
-    const Route *route = find_route(head);
-    if (route == nullptr) {
-      std::string allow;
-      for (const Route &r : it->second)
-        allow += std::string(allow.empty() ? "" : ", ") +
-                 (r.method == Method::kGet ? "GET" : "POST");
-      HttpResponse res = error_response(405, "MethodNotAllowed",
-                                        head.path + " takes " + allow);
-      res.set_header("Allow", allow);
-      return res;
-    }
-    if (route->method == Method::kPost && !is_json(head.header("Content-Type")))
-      return error_response(
-          415, "UnsupportedMediaType",
-          "expected a request with 'Content-Type: application/json'");
-    if (route->compute && !authorized(head)) {
-      HttpResponse res = error_response(
-          401, "Unauthorized",
-          "missing or wrong API key (Authorization: Bearer KEY)");
-      res.set_header("WWW-Authenticate", "Bearer");
-      return res;
-    }
-    return std::nullopt;
+    return routes.screen(head, options.api_key);
   }
 
   void handle(HttpRequest request, Responder responder) override {
     auto ex = std::make_shared<Exchange>();
-    ex->route = find_route(request);
+    ex->route = routes.find(request);
     ex->path = request.path;
     ex->request = std::move(request);
     ex->responder = std::move(responder);
@@ -300,7 +210,7 @@ struct Server::Impl final : Router, HttpApp {
   ServeOptions options;
   std::unique_ptr<Engine> engine;
   Metrics metrics;
-  std::map<std::string, std::vector<Route>> routes;
+  RouteTable routes;
   HttpServer http;
   WorkerPool tokenizers;
   Batcher batcher;

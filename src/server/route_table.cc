@@ -1,0 +1,100 @@
+#include "server/route_table.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "server/api_error.h"
+
+namespace il::server {
+namespace {
+
+std::string media_type(const std::string &content_type) {
+  std::string t = content_type.substr(0, content_type.find(';'));
+  t.erase(0, t.find_first_not_of(" \t"));
+  t.erase(t.find_last_not_of(" \t") + 1);
+  std::transform(t.begin(), t.end(), t.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return t;
+}
+
+// As axum's Json extractor (TEI): application/json, or a +json type.
+bool is_json(const std::string &content_type) {
+  const std::string t = media_type(content_type);
+  return t == "application/json" ||
+         (t.starts_with("application/") && t.ends_with("+json"));
+}
+
+// Compares in a time that does not depend on where the strings differ (an API
+// key is a secret).
+bool same_secret(const std::string &a, const std::string &b) {
+  if (a.size() != b.size())
+    return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+bool takes(const Route &r, const std::string &method) {
+  return (r.method == Method::kGet && method == "GET") ||
+         (r.method == Method::kPost && method == "POST");
+}
+
+} // namespace
+
+HttpResponse error_response(int status, const std::string &type,
+                            const std::string &message) {
+  HttpResponse res;
+  res.status = status;
+  res.json(error_body(message, type));
+  return res;
+}
+
+void RouteTable::add(Method method, const std::string &path, bool compute,
+                     Handler handler) {
+  routes_[path].push_back(Route{method, compute, std::move(handler)});
+}
+
+const Route *RouteTable::find(const HttpRequest &head) const {
+  const auto it = routes_.find(head.path);
+  if (it == routes_.end())
+    return nullptr;
+  for (const Route &r : it->second)
+    if (takes(r, head.method))
+      return &r;
+  return nullptr;
+}
+
+std::optional<HttpResponse>
+RouteTable::screen(const HttpRequest &head, const std::string &api_key) const {
+  const auto it = routes_.find(head.path);
+  if (it == routes_.end())
+    return error_response(404, "NotFound",
+                          "no such route: " + head.path.substr(0, 200));
+  const Route *route = find(head);
+  if (route == nullptr) {
+    std::string allow;
+    for (const Route &r : it->second)
+      allow += std::string(allow.empty() ? "" : ", ") +
+               (r.method == Method::kGet ? "GET" : "POST");
+    HttpResponse res = error_response(405, "MethodNotAllowed",
+                                      head.path + " takes " + allow);
+    res.set_header("Allow", allow);
+    return res;
+  }
+  if (route->method == Method::kPost && !is_json(head.header("Content-Type")))
+    return error_response(
+        415, "UnsupportedMediaType",
+        "expected a request with 'Content-Type: application/json'");
+  if (route->compute && !api_key.empty() &&
+      !same_secret(head.header("Authorization"), "Bearer " + api_key)) {
+    HttpResponse res = error_response(
+        401, "Unauthorized",
+        "missing or wrong API key (Authorization: Bearer KEY)");
+    res.set_header("WWW-Authenticate", "Bearer");
+    return res;
+  }
+  return std::nullopt;
+}
+
+} // namespace il::server
