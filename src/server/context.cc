@@ -73,9 +73,11 @@ json parse_body(const HttpRequest &req) {
   json body;
   try {
     body = json::parse(req.body, limits);
-  } catch (const json::parse_error &e) {
-    // Without the library's "[json.exception.parse_error.101] " tag: the client
-    // needs where and what, not the library's internal code.
+  } catch (const json::exception &e) {
+    // parse_error, and out_of_range for a number too large for a double
+    // ("1e400"), which is no parse_error: both are the client's mistake (a 422,
+    // not a 500). Without the library's "[json.exception.parse_error.101] " tag:
+    // the client needs where and what, not the library's internal code.
     std::string what = e.what();
     if (what.rfind("[json.exception.", 0) == 0 &&
         what.find("] ") != std::string::npos)
