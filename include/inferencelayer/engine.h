@@ -90,6 +90,9 @@ struct TokenizeOptions {
   bool truncate_left = false;  // cut tokens from the start of the text instead of its end
   bool add_special_tokens = true;
   bool limit_length = true;    // false: no maximum at all (showing a whole tokenization)
+  // Pairs of a model scored through a prompt (Qwen3-Reranker): the task instruction written into
+  // it; empty: the model's default. Other models refuse one.
+  std::string instruction;
 };
 
 // One token with its UTF-8 byte span in the text; special tokens added by the post-processor

@@ -1,5 +1,6 @@
 // `inferencelayer rerank`: cross-encoder relevance scores.
-//   JSONL form:  --input FILE with {"query", "document"} or {"input_ids", "token_type_ids"} lines
+//   JSONL form:  --input FILE with {"query", "document"[, "instruction"]} or {"input_ids",
+//                "token_type_ids"} lines
 //                → {"score": logit} per line ({"scores": [...]} when the head has several labels).
 //   Human form:  --query Q DOC... (or --query Q --input docs.txt, one document per line)
 //                → a table of the documents, best first.
@@ -33,22 +34,26 @@ struct RerankArgs {
   std::string query;
   bool query_given = false;
   std::vector<std::string> documents;
+  std::string instruction;  // prompt-scored rerankers (Qwen3-Reranker); empty: the model's default
   bool no_truncate = false;
   bool no_progress = false;
 };
 
 TokenInput pair_input(const Engine& engine, const std::string& query, const std::string& doc,
-                      std::string_view where, bool truncate) {
+                      std::string_view where, bool truncate, const std::string& instruction) {
   // Empty strings are allowed: the pair still has its special tokens, and transformers scores it.
   try {
-    return engine.tokenize_pair(query, doc, truncate);
+    TokenizeOptions o;
+    o.truncate = truncate;
+    o.instruction = instruction;
+    return engine.tokenize_pair_with(query, doc, o);
   } catch (const Error& e) {
-    throw input_error(where, e.what());  // too long with --no-truncate, invalid UTF-8
+    throw input_error(where, e.what());  // too long with --no-truncate, invalid UTF-8, an instruction refused
   }
 }
 
-TokenInput record_to_input(const InputRecord& r, const Engine& engine, bool truncate) {
-  check_fields(r.json, {"query", "document", "input_ids", "token_type_ids"}, r.where);
+TokenInput record_to_input(const InputRecord& r, const Engine& engine, bool truncate, const std::string& instruction) {
+  check_fields(r.json, {"query", "document", "instruction", "input_ids", "token_type_ids"}, r.where);
   const bool has_ids = has_key(r.json, "input_ids");
   const bool has_text = has_key(r.json, "query") || has_key(r.json, "document");
   if (has_ids && has_text) throw input_error(r.where, "give either \"query\"/\"document\" or \"input_ids\", not both");
@@ -56,7 +61,8 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, bool trun
   if (!has_text) throw input_error(r.where, "expected \"query\" and \"document\" fields (or \"input_ids\")");
   check_no_types_with_text(r.json, "\"query\" and \"document\"", r.where);
   return pair_input(engine, get_string(r.json, "query", r.where), get_string(r.json, "document", r.where),
-                    r.where, truncate);
+                    r.where, truncate,
+                    has_key(r.json, "instruction") ? get_string(r.json, "instruction", r.where) : instruction);
 }
 
 void write_scores(const Matrix& m, const std::vector<std::string>& where, NonFiniteReport& report, OutputSink& out) {
@@ -84,7 +90,7 @@ void run_jsonl(Engine& engine, const RerankArgs& a, const InputChecker& checker)
   run_in_chunks(
       src, a.engine.max_batch_tokens, progress,
       [&](const InputRecord& r) {
-        TokenInput in = record_to_input(r, engine, !a.no_truncate);
+        TokenInput in = record_to_input(r, engine, !a.no_truncate, a.instruction);
         checker.check(in, r.where);
         return in;
       },
@@ -108,7 +114,7 @@ void run_ranked(Engine& engine, const RerankArgs& a, const InputChecker& checker
   std::vector<TokenInput> inputs;
   InputRecord r;
   while (src.next(r)) {
-    TokenInput in = pair_input(engine, a.query, r.text, r.where, !a.no_truncate);
+    TokenInput in = pair_input(engine, a.query, r.text, r.where, !a.no_truncate, a.instruction);
     checker.check(in, r.where);
     inputs.push_back(std::move(in));
     docs.push_back(std::move(r.text));
@@ -173,7 +179,8 @@ Command add_rerank_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("rerank", "Score query/document pairs with a cross-encoder");
   cmd->footer(
       "JSONL form: --input FILE ('-' or nothing = stdin), one JSON object per line:\n"
-      "  {\"query\": \"...\", \"document\": \"...\"} or {\"input_ids\": [...], \"token_type_ids\": [...]}\n"
+      "  {\"query\": \"...\", \"document\": \"...\"} (and \"instruction\" for Qwen3-Reranker) or\n"
+      "  {\"input_ids\": [...], \"token_type_ids\": [...]}\n"
       "  → one line per input, in order: {\"score\": raw_logit}, or {\"scores\": [...]} when the\n"
       "  model has several labels. A bad line stops the run naming its line number (exit status 2);\n"
       "  so does any other field.\n"
@@ -190,6 +197,9 @@ Command add_rerank_command(CLI::App& app) {
   cmd->add_option_function<std::string>(
       "-q,--query", [a](const std::string& q) { a->query = q; a->query_given = true; },
       "Rank documents for this query (human form)");
+  cmd->add_option("--instruction", a->instruction,
+                  "Task instruction of a prompt-scored reranker (Qwen3-Reranker); a JSONL line's \"instruction\" "
+                  "overrides it");
   cmd->add_flag("--no-truncate", a->no_truncate,
                 "Refuse pairs longer than the model's maximum (error naming the line) instead of cutting them");
   cmd->add_flag("--no-progress", a->no_progress, "Never draw the progress line on stderr");

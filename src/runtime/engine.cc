@@ -92,7 +92,7 @@ class LocalEngine final : public Engine {
 
   TokenInput tokenize_pair(std::string_view first, std::string_view second,
                            bool truncate) const override {
-    if (model_.pair_template) return templated_pair(first, second, encode_options(truncate));
+    if (model_.pair_template) return templated_pair(first, second, "", encode_options(truncate));
     return to_input(tokenizer().encode_pair(first, second, encode_options(truncate)));
   }
 
@@ -102,7 +102,8 @@ class LocalEngine final : public Engine {
 
   TokenInput tokenize_pair_with(std::string_view first, std::string_view second,
                                 const TokenizeOptions& options) const override {
-    if (model_.pair_template) return templated_pair(first, second, encode_options(options));
+    if (model_.pair_template) return templated_pair(first, second, options.instruction, encode_options(options));
+    check(options.instruction.empty(), "this model takes no instruction (it is not scored through a prompt)");
     return to_input(tokenizer().encode_pair(first, second, encode_options(options)));
   }
 
@@ -230,8 +231,10 @@ class LocalEngine final : public Engine {
   // alone without special tokens, as the model card does; the body is cut to what the prefix
   // and suffix leave of the maximum (from its end, or its start when truncating left), or the
   // whole is refused when truncation is off.
-  TokenInput templated_pair(std::string_view query, std::string_view document, text::EncodeOptions options) const {
+  TokenInput templated_pair(std::string_view query, std::string_view document, std::string_view instruction,
+                            text::EncodeOptions options) const {
     const models::PairTemplate& t = *model_.pair_template;
+    if (instruction.empty()) instruction = t.default_instruction;
     std::string body;
     body.reserve(t.body.size() + query.size() + document.size() + t.default_instruction.size());
     for (std::size_t i = 0; i < t.body.size();) {
@@ -241,7 +244,7 @@ class LocalEngine final : public Engine {
         i += field.size();
         return true;
       };
-      if (take("{instruction}", t.default_instruction) || take("{query}", query) || take("{document}", document))
+      if (take("{instruction}", instruction) || take("{query}", query) || take("{document}", document))
         continue;
       body.push_back(t.body[i++]);
     }

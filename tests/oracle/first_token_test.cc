@@ -1,6 +1,7 @@
-// The first-token programs (models/bert.h: "encode_first" with "pool_first" / "ce_head_first")
-// against the full encoder on every fixture whose output reads first tokens only: the CLS-pooled
-// embedding model and the cross-encoders. One ragged batch of all the fixture's inputs, on the
+// The selected-row programs (models/layers.h: "encode_first" / "encode_last" with their
+// "pool_selected_*" / "ce_head_*" heads) against the full encoder on every fixture whose output
+// reads one token per sequence: the CLS-pooled embedding model and the cross-encoders (first
+// token), the Qwen3 embedder and reranker (last token). One ragged batch of all the fixture's inputs, on the
 // CPU executor directly, so both paths run in one process. The transformers comparison of the
 // path the engine takes by default is oracle_test.cc's.
 #include <gtest/gtest.h>
@@ -22,7 +23,8 @@ class FirstTokenTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(FirstTokenTest, SameOutputsAsTheFullEncoder) {
   const Fixture f = load_fixture(GetParam());
   models::BuiltModel model = models::build_model_from_folder(f.dir);
-  ASSERT_TRUE(model.plan.has_program("encode_first"));
+  const bool last = model.pooling == PoolingMode::kLastToken || model.layout == "qwen3-reranker";
+  ASSERT_TRUE(model.plan.has_program(last ? "encode_last" : "encode_first"));
   const std::vector<TokenInput> inputs = all_inputs(f);
   std::size_t tokens = 0;
   for (const TokenInput& in : inputs) tokens += in.ids.size();
@@ -34,12 +36,12 @@ TEST_P(FirstTokenTest, SameOutputsAsTheFullEncoder) {
 
   const bool ce = f.kind == "cross_encoder";
   if (!ce) {
-    ASSERT_EQ(model.pooling, PoolingMode::kCls) << "only a CLS-pooled model reads first tokens alone";
+    ASSERT_NE(model.pooling, PoolingMode::kMean) << "only a CLS- or last-token-pooled model reads one row alone";
   }
   const models::Programs first =
-      ce ? models::scoring_programs(model.plan) : models::embedding_programs(model.plan, PoolingMode::kCls);
-  ASSERT_EQ(first.encoder, "encode_first") << "IL_FIRST_TOKEN=0 in the environment?";
-  const std::string full_head = ce ? "ce_head" : models::pooling_program(PoolingMode::kCls);
+      ce ? models::scoring_programs(model.plan) : models::embedding_programs(model.plan, model.pooling);
+  ASSERT_EQ(first.encoder, last ? "encode_last" : "encode_first") << "IL_FIRST_TOKEN=0 in the environment?";
+  const std::string full_head = ce ? "ce_head" : models::pooling_program(model.pooling);
   const plan::View out = model.plan.output(ce ? "scores" : "embedding");
 
   cpu::CpuExecutor exec(model.plan, tokens, 2);
@@ -59,7 +61,7 @@ TEST_P(FirstTokenTest, SameOutputsAsTheFullEncoder) {
   std::printf("[first token] %s: %zu sequences (one empty), %zu tokens, max difference %.3g (output scale %.3g)\n",
               GetParam().c_str(), seqs, tokens, diff, scale);
   EXPECT_LE(diff, 1e-6 * std::max(scale, 1.0));
-  // "encode_first" reuses the full last layer's storage: the full path must still be right after it.
+  // The selected program reuses the full last layer's storage: the full path must still be right after it.
   std::vector<float> again(want.size());
   exec.run("encode");
   exec.run(full_head);
@@ -68,7 +70,9 @@ TEST_P(FirstTokenTest, SameOutputsAsTheFullEncoder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FirstTokenTest,
-                         ::testing::Values("bert-cls", "bert-ce", "jina-ce", "xlmr-ce", "xlmr-ce2"));
+                         ::testing::Values("bert-cls", "bert-ce", "jina-ce", "xlmr-ce", "xlmr-ce2", "qwen3-embed",
+                                           "qwen3-rerank"),
+                         [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace
 }  // namespace il::test

@@ -23,6 +23,9 @@ FixtureCase read_case(const nlohmann::json& j) {
   if (j.contains("prompt_length")) c.input.prompt_tokens = j.at("prompt_length").get<std::size_t>();
   if (j.contains("pooled")) c.pooled = j.at("pooled").get<std::vector<float>>();
   if (j.contains("scores")) c.scores = j.at("scores").get<std::vector<float>>();
+  if (j.contains("pooled_dim32")) c.pooled_dim32 = j.at("pooled_dim32").get<std::vector<float>>();
+  if (j.contains("instruction") && !j.at("instruction").is_null()) c.instruction = j.at("instruction").get<std::string>();
+  if (j.contains("probability")) c.probability = j.at("probability").get<float>();
   if (j.contains("hidden") && !j.at("hidden").is_null()) {
     const auto rows = j.at("hidden").get<std::vector<std::vector<float>>>();
     Matrix m(rows.size(), rows.empty() ? 0 : rows[0].size());

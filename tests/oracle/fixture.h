@@ -18,6 +18,9 @@ struct FixtureCase {
   std::vector<std::pair<uint32_t, uint32_t>> offsets;
   std::vector<float> pooled;  // embedding models
   std::vector<float> scores;  // cross-encoders
+  std::vector<float> pooled_dim32;      // Matryoshka: sentence-transformers' truncate_dim=32 (where recorded)
+  std::optional<std::string> instruction;  // prompt-scored pairs (Qwen3-Reranker) with their own instruction
+  std::optional<float> probability;        // Qwen3-Reranker: P(yes) as its model card computes it
   std::optional<Matrix> hidden;
   // Prompted cases: text = the prompt + input_text. input.prompt_tokens holds the fixture's
   // prompt_length where it records one (folders pooled without their prompt).

@@ -38,10 +38,20 @@ class OracleTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Engine> engine_;
 };
 
+// A case's input as the engine tokenizes it (pairs of a prompt-scored model with the case's own
+// instruction when it has one).
+TokenInput tokenize_case(const Engine& engine, const FixtureCase& c) {
+  if (!c.pair) return engine.tokenize(c.text);
+  if (!c.instruction) return engine.tokenize_pair(c.text, *c.pair);
+  TokenizeOptions o;
+  o.instruction = *c.instruction;
+  return engine.tokenize_pair_with(c.text, *c.pair, o);
+}
+
 TEST_P(OracleTest, TokenizerMatchesTransformers) {
   for (std::size_t i = 0; i < fixture_.cases.size(); ++i) {
     const FixtureCase& c = fixture_.cases[i];
-    const TokenInput got = c.pair ? engine_->tokenize_pair(c.text, *c.pair) : engine_->tokenize(c.text);
+    const TokenInput got = tokenize_case(*engine_, c);
     EXPECT_EQ(got.ids, c.input.ids) << "case " << i << ": " << c.text;
     if (!c.input.type_ids.empty()) {
       EXPECT_EQ(got.type_ids, c.input.type_ids) << "case " << i;
@@ -52,7 +62,7 @@ TEST_P(OracleTest, TokenizerMatchesTransformers) {
 TEST_P(OracleTest, TextCasesOneAtATime) {
   for (std::size_t i = 0; i < fixture_.cases.size(); ++i) {
     const FixtureCase& c = fixture_.cases[i];
-    const TokenInput in = c.pair ? engine_->tokenize_pair(c.text, *c.pair) : engine_->tokenize(c.text);
+    const TokenInput in = tokenize_case(*engine_, c);
     const Matrix out = run({in});
     ASSERT_EQ(out.cols, expected(c).size()) << "case " << i;
     EXPECT_LE(max_abs(out.row(0), expected(c).data(), out.cols), kTolerance) << "case " << i << ": " << c.text;
@@ -146,7 +156,7 @@ TEST(PromptPooling, LeavesThePromptOutAsSentenceTransformersDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OracleTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-mean-hd64", "bert-ce",
-                                           "xlmr-ce", "xlmr-ce2", "jina-ce"),
+                                           "xlmr-ce", "xlmr-ce2", "jina-ce", "qwen3-embed", "qwen3-rerank"),
                          [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace
