@@ -24,6 +24,16 @@ const char* kind_name(ModelKind k) {
   return "?";
 }
 
+// "embed", "hidden_states", "score", ... in a fixed order.
+std::vector<std::string> capability_names(const Capabilities& c) {
+  std::vector<std::string> names;
+  for (const auto& [on, name] : {std::pair{c.embed, "embed"}, {c.hidden_states, "hidden_states"}, {c.score, "score"},
+                                 {c.multi_vector, "multi_vector"}, {c.image_input, "image_input"},
+                                 {c.generate, "generate"}})
+    if (on) names.push_back(name);
+  return names;
+}
+
 nlohmann::ordered_json to_json(const ModelInfo& i) {
   // Ordered as a person reads it; consumers look fields up by name.
   nlohmann::ordered_json j;
@@ -32,9 +42,11 @@ nlohmann::ordered_json to_json(const ModelInfo& i) {
   j["architecture"] = i.architecture;
   j["layout"] = i.layout;
   j["kind"] = kind_name(i.kind);
+  j["capabilities"] = capability_names(i.capabilities);
   j["hidden"] = i.hidden;
   j["layers"] = i.layers;
   j["heads"] = i.heads;
+  j["kv_heads"] = i.kv_heads;
   j["intermediate"] = i.intermediate;
   j["vocab"] = i.vocab;
   j["max_tokens"] = i.max_tokens;
@@ -76,7 +88,13 @@ void print_human(const ModelInfo& i) {
   }
   print_row("hidden size", std::to_string(i.hidden));
   print_row("layers", std::to_string(i.layers));
-  print_row("attention heads", std::to_string(i.heads));
+  std::string caps;
+  for (const std::string& c : capability_names(i.capabilities)) caps += (caps.empty() ? "" : ", ") + c;
+  print_row("capabilities", caps);
+  print_row("attention heads", std::to_string(i.heads) +
+                                   (i.kv_heads > 0 && i.kv_heads != i.heads
+                                        ? " (" + std::to_string(i.kv_heads) + " key / value heads)"
+                                        : ""));
   print_row("intermediate size", std::to_string(i.intermediate));
   print_row("activation", i.activation);
   print_row("vocabulary", std::to_string(i.vocab));
@@ -119,7 +137,8 @@ Command add_info_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "Describe a model folder (architecture, sizes, pooling, prompts)");
   cmd->footer(
       "--json writes one object with: path, model_type, architecture, layout, kind (embedding |\n"
-      "cross-encoder), hidden, layers, heads, intermediate, vocab, max_tokens, num_labels, labels\n"
+      "cross-encoder), capabilities (of embed, hidden_states, score, multi_vector, image_input,\n"
+      "generate), hidden, layers, heads, kv_heads, intermediate, vocab, max_tokens, num_labels, labels\n"
       "(cross-encoders: the name of each output, from config.json id2label), output_dim, activation,\n"
       "dtype, parameters, weight_bytes, weight_mb, pooling, normalize, sentence_transformers,\n"
       "tokenizer, prompts, default_prompt_name, random_weights.");

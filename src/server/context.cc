@@ -346,15 +346,16 @@ void check_finite_rows(const Matrix &rows) {
 }
 
 void require_embedding_model(const Context &ctx) {
-  if (ctx.engine.info().kind != ModelKind::kEmbedding)
-    throw unsupported_error("the loaded model is a cross-encoder (a reranker): "
-                            "use /rerank or /predict");
+  if (!ctx.engine.info().capabilities.embed)
+    throw unsupported_error("the loaded model does not produce embeddings (it "
+                            "is a cross-encoder / reranker): use /rerank or "
+                            "/predict");
 }
 
 void require_cross_encoder(const Context &ctx) {
-  if (ctx.engine.info().kind != ModelKind::kCrossEncoder)
+  if (!ctx.engine.info().capabilities.score)
     throw unsupported_error("the loaded model is an embedding model, not a "
-                            "cross-encoder: use /embed");
+                            "cross-encoder or reranker: use /embed");
 }
 
 } // namespace il::server

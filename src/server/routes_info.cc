@@ -12,7 +12,7 @@ namespace {
 using json = nlohmann::json;
 
 json model_type(const ModelInfo &info) {
-  if (info.kind == ModelKind::kEmbedding)
+  if (!info.capabilities.score)
     return {
         {"embedding", {{"pooling", std::string(pooling_name(info.pooling))}}}};
   json id2label = json::object(), label2id = json::object();
@@ -59,9 +59,8 @@ std::optional<ModelCall> health(Context &ctx) {
   TokenInput probe;
   probe.ids = {0, 1 < ctx.engine.info().vocab ? 1 : 0};
   ModelCall call;
-  call.kind = ctx.engine.info().kind == ModelKind::kEmbedding
-                  ? JobKind::kPooled
-                  : JobKind::kScores;
+  call.kind = ctx.engine.info().capabilities.embed ? JobKind::kPooled
+                                                   : JobKind::kScores;
   call.inputs = {probe};
   call.answer = [](Job &, HttpResponse &res, Timings &) { res.status = 200; };
   call.failure_status = 503;

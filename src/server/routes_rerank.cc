@@ -58,7 +58,9 @@ std::optional<ModelCall> rerank(Context &ctx, const HttpRequest &req,
   check_batch_size(ctx, texts.size(), "texts");
   const bool raw = get_bool(body, "raw_scores", false);
   const bool return_text = get_bool(body, "return_text", false);
-  const TextOptions options = text_options(body, ctx, false);
+  TextOptions options = text_options(body, ctx, false);
+  // A prompt-scored reranker's task instruction (Qwen3-Reranker); refused by other models.
+  options.tokenize.instruction = get_string(body, "instruction", "");
   auto inputs = tokenize_pairs(ctx, query, texts, options.tokenize, t);
   return ModelCall{
       JobKind::kScores, std::move(inputs),
@@ -107,6 +109,7 @@ std::optional<ModelCall> cohere_rerank(Context &ctx, const HttpRequest &req,
   // Cohere and Jina cut long documents rather than refuse them; "truncate":
   // false still refuses.
   options.tokenize.truncate = get_bool(body, "truncate", true);
+  options.tokenize.instruction = get_string(body, "instruction", "");
   auto inputs = tokenize_pairs(ctx, query, docs, options.tokenize, t);
   const std::string model_name = ctx.model_name;
   return ModelCall{JobKind::kScores, std::move(inputs),

@@ -31,7 +31,7 @@ TEST(JsonlFields, UnknownFieldsAreRefusedNotIgnored) {
 
   const std::string ce = fixture_path("bert-ce");
   expect_usage_error(run_cli_bounded({"rerank", "-m", ce}, tmp, {R"({"query": "q", "document": "d", "label": 1})"}),
-                     {"input line 1", "\"label\"", "query, document, input_ids, token_type_ids"});
+                     {"input line 1", "\"label\"", "query, document, instruction, input_ids, token_type_ids"});
   expect_usage_error(
       run_cli_bounded({"rerank", "-m", ce}, tmp, {R"({"query": "q", "document": "d", "token_type_ids": [0, 1]})"}),
       {"input line 1", "token_type_ids"});
