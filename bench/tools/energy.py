@@ -14,7 +14,7 @@ plateau of several seconds.
 
 Why: on the H200 a large f16 batch holds the board at its power limit (700 W) and the SM clock
 falls (about 1.5 GHz instead of 1.98) until the power fits, so there throughput follows the
-energy a forward takes, which timings at full clock do not show (docs/perf.md).
+energy a forward takes, which timings at full clock do not show (docs/perf-history.md).
 Needs libnvidia-ml.so.1 (any machine with the NVIDIA driver).
 """
 import argparse

@@ -3,9 +3,9 @@
 //
 // Why: the first wgmma kernel (ops/attention_wgmma_cuda.cu) runs bge-base 128×256 in about
 // 0.117 ms, cuDNN's (PyTorch's SDPA) in 0.084. Both issue instructions at the same rate; cuDNN
-// executes a third fewer (Nsight Compute, docs/perf.md). Ours spends them on every thread staging
-// K / V with cp.async, a block-wide barrier per 64-key tile, and a max / rescale / shuffle round
-// per 64 keys, and a warpgroup's tensor cores wait while it runs its softmax.
+// executes a third fewer (Nsight Compute, docs/perf-history.md). Ours spends them on every thread
+// staging K / V with cp.async, a block-wide barrier per 64-key tile, and a max / rescale / shuffle
+// round per 64 keys, and a warpgroup's tensor cores wait while it runs its softmax.
 //
 // How (sm_90a only; used on compute capability 9.0 devices):
 // - persistent: one block an SM walks the work items (sequence, head, 128 query rows), row tile

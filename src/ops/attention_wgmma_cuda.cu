@@ -2,8 +2,8 @@
 //
 // Why: the mma.sync kernel (ops/attention_half_cuda.cu) runs bge-base 128×256 at about
 // 185 TFLOP/s, 1.76 ms of a 12.8 ms forward, while PyTorch's SDPA (cuDNN's wgmma kernel) takes
-// 1.01 ms for the same work (both measured by a kernel trace on the H200, docs/perf.md). The
-// mma.sync kernel issues an instruction every ~2.6 cycles with 2 warps per scheduler (240
+// 1.01 ms for the same work (both measured by a kernel trace on the H200, docs/perf-history.md).
+// The mma.sync kernel issues an instruction every ~2.6 cycles with 2 warps per scheduler (240
 // registers a thread): latency-bound. wgmma multiplies a 64-row tile per instruction from shared
 // memory, asynchronously, with far fewer instructions and registers.
 //

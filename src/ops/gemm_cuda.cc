@@ -52,7 +52,7 @@ CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(works
   // Opt-in: timed alone the wgmma kernel can win a shape (up-projection + erf-GELU: 0.318 against
   // 0.332 ms) and the tuner then keeps it, but in the model's sequence it ran slower than
   // cuBLASLt plus the pass (kernel trace, bge-base 128×256 f16: 0.375 against 0.357 ms a call,
-  // 0.21 ms a forward; docs/perf.md). IL_GEMM_WGMMA=1 lets it compete.
+  // 0.21 ms a forward; docs/perf-history.md). IL_GEMM_WGMMA=1 lets it compete.
   wgmma_ = env::equals("IL_GEMM_WGMMA", "1");
   tune_ = env::on_unless_zero("IL_GEMM_TUNE");
   IL_CUBLAS_CHECK(cublasLtCreate(&handle_));

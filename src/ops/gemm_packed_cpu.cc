@@ -27,7 +27,7 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 // Where a task's kernel tiles read A from. A short batch (one row block) reads x where it lies:
 // packing it once for all tasks cost a parallel section (a synchronisation of every thread) per
-// GEMM, and was slower at every 1×16 … 1×64 point measured on 16 cores (docs/perf.md).
+// GEMM, and was slower at every 1×16 … 1×64 point measured on 16 cores (docs/perf-history.md).
 enum class ASource {
   kPackPerTask,  // each task packs its own rows (several row blocks)
   kInPlace,      // x read where it lies (Tile::lda): no packing at all
@@ -70,7 +70,8 @@ struct Blocking {
   bool panel_major = false;
 };
 
-constexpr std::size_t kShortTasksPerThread = 3;  // 2, 4 and 6 measured no better (docs/perf.md)
+// 2, 4 and 6 tasks per thread measured no better than 3 (docs/perf-history.md, fourth CPU session).
+constexpr std::size_t kShortTasksPerThread = 3;
 constexpr std::size_t kMinGroupRows = 16;
 
 Blocking choose_blocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,

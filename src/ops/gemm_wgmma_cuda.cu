@@ -23,12 +23,12 @@
 //   alternate;
 // - a stage is released when its warpgroup's wgmma.wait_group says the multiplies reading it are
 //   done (one arrival per warp on the stage's "empty" barrier); the producer then refills it.
-// Measured on the H200 (bge-base shapes, m = 32768, f16; docs/perf.md): both warpgroups on one
-// tile ran the k = 768 GEMMs at 360–450 TFLOP/s against cuBLASLt's 580–730; ping-pong with
-// stores from registers 425–478; the stores were the bound (without them 608–670), hence the
-// TMA stores: 508–578, and the up-projection with its erf-GELU 0.318 ms against cuBLASLt and
-// the separate pass 0.332. The tuner (CublasLtGemm) times this kernel against cuBLASLt per
-// shape and keeps the faster, where IL_GEMM_WGMMA=1 lets it compete.
+// Measured on the H200 (bge-base shapes, m = 32768, f16; docs/perf-history.md): both warpgroups on
+// one tile ran the k = 768 GEMMs at 360–450 TFLOP/s against cuBLASLt's 580–730; ping-pong with
+// stores from registers 425–478; the stores were the bound (without them 608–670), hence the TMA
+// stores: 508–578, and the up-projection with its erf-GELU 0.318 ms against cuBLASLt and the
+// separate pass 0.332. The tuner (CublasLtGemm) times this kernel against cuBLASLt per shape and
+// keeps the faster, where IL_GEMM_WGMMA=1 lets it compete.
 //
 // Blocks run in pairs (2-block clusters) by default: the pair takes row tiles 2p and 2p + 1 of
 // one column tile in step, and each block's producer loads half of the shared W block into both

@@ -70,8 +70,8 @@ void layernorm_cpu(const LayerNormArgs& a, ThreadPool& pool) {
   const std::size_t group = a.group ? a.group : a.cols;
   // About 4K values per chunk (5 rows of 768): the rows were just written by every thread, so
   // spreading them wide pulls them from all caches at once; on 16 cores 4K measured faster than
-  // 16K at 64 rows (docs/perf.md). The pool's workers spin between steps, so a chunk this small
-  // does not pay for a wake-up.
+  // 16K at 64 rows (docs/perf-history.md). The pool's workers spin between steps, so a chunk this
+  // small does not pay for a wake-up.
   const std::size_t grain = std::max<std::size_t>(1, 4096 / a.cols);
   pool.parallel_for(a.rows, grain, [&](std::size_t r0, std::size_t r1) {
     std::vector<float> v(group);

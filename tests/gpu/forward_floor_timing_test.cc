@@ -2,12 +2,12 @@
 // forward at 128 × 256 tokens takes when only some of its parts run, under sustained load.
 //
 // At that size the H200 runs at its 700 W power cap, its clock falls until the power fits, and
-// the time of a forward follows its energy (docs/perf.md, eighth session). This test builds the
-// forward up part by part from the same kernels the engine launches — cuBLASLt's tuned GEMMs,
+// the time of a forward follows its energy (docs/perf-history.md, eighth session). This test builds
+// the forward up part by part from the same kernels the engine launches — cuBLASLt's tuned GEMMs,
 // then attention, the erf-GELU, the layer norms — and times each stage after two seconds of
 // back-to-back forwards, so every figure is taken at the cap. The first stage (the GEMMs and
-// nothing else) is the floor that no choice of element-wise kernels can go under while the
-// GEMMs stay cuBLASLt's. Then each part alone, a forward's worth of its calls.
+// nothing else) is the floor that no choice of element-wise kernels can go under while the GEMMs
+// stay cuBLASLt's. Then each part alone, a forward's worth of its calls.
 //
 // Read the increments with care: a part also changes the values the GEMMs after it multiply,
 // and the GEMMs' power follows their operands' bits (attention's outputs, averages of many
@@ -76,7 +76,7 @@ std::unique_ptr<DeviceArray<T>> hashed_device(std::size_t count, float mean, flo
 }
 
 // The operands' statistics. The power of the tensor cores follows how many bits toggle, so the
-// same shapes cost different energy on different values (docs/perf.md, tenth session).
+// same shapes cost different energy on different values (docs/perf-history.md, tenth session).
 struct DataSet {
   const char* name;
   bool normal;

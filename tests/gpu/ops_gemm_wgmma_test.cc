@@ -203,10 +203,10 @@ TEST(WgmmaGemmTiming, DISABLED_PrintTimings) {
 
 // Timing under sustained load, not a check (--gtest_also_run_disabled_tests). A bge-base f16
 // forward at 128 × 256 holds the H200 at its 700 W cap (SM clock about 1.5 GHz instead of
-// 1.98; docs/perf.md), so a kernel's speed in the model follows its energy per launch, which a
-// median of 20 launches at full clock does not show. Each candidate runs back to back for
-// 400 ms to reach the cap, then 150 launches are timed together. Values from a full-mantissa
-// hash (the toggling rate of the multipliers sets their power).
+// 1.98; docs/perf-history.md), so a kernel's speed in the model follows its energy per launch,
+// which a median of 20 launches at full clock does not show. Each candidate runs back to back for
+// 400 ms to reach the cap, then 150 launches are timed together. Values from a full-mantissa hash
+// (the toggling rate of the multipliers sets their power).
 TEST(WgmmaGemmSustained, DISABLED_PrintTimings) {
   IL_REQUIRE_SM90();
   const DType t = DType::kF16;

@@ -1,6 +1,7 @@
 // The GPU's cumulative energy counter, read through NVML (the driver's management library),
 // for `inferencelayer bench`: on a large batch the H200 runs at its power limit, where the
-// clock falls until the power fits and the energy a forward takes sets the pace (docs/perf.md).
+// clock falls until the power fits and the energy a forward takes sets the pace
+// (docs/perf-history.md, eighth session).
 //
 // NVML is loaded with dlopen on first use, so neither the build nor a machine without the
 // driver needs it; a device whose driver does not count energy (older than Volta) reads as
