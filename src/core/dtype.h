@@ -1,6 +1,7 @@
 // Storage element types found in safetensors files, and their conversion to f32.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -57,6 +58,38 @@ inline float f16_to_f32(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
+}
+
+// n elements of `t` at `src` (little-endian, any alignment) → f32.
+inline void convert_to_f32(DType t, const uint8_t* src, float* dst, std::size_t n) {
+  switch (t) {
+    case DType::kF32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case DType::kF16:
+      for (std::size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = f16_to_f32(h);
+      }
+      return;
+    case DType::kBF16:
+      for (std::size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = bf16_to_f32(h);
+      }
+      return;
+  }
+}
+
+// f32 → bf16, rounded to nearest even (NaN kept a NaN).
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 }  // namespace il

@@ -182,26 +182,7 @@ std::vector<float> SafeTensors::load_f32(std::string_view name) const {
   if (n == 0) return out;
   // Offsets were validated against the file size when it was opened. Data is not necessarily
   // aligned for its element type, so every element goes through memcpy.
-  const std::uint8_t* src = impl_->files[e.file].data() + e.begin;
-  switch (e.info.dtype) {
-    case DType::kF32:
-      std::memcpy(out.data(), src, n * sizeof(float));
-      break;
-    case DType::kF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
-      break;
-    case DType::kBF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
-      break;
-  }
+  convert_to_f32(e.info.dtype, impl_->files[e.file].data() + e.begin, out.data(), n);
   return out;
 }
 
@@ -210,6 +191,14 @@ std::vector<float> SafeTensors::load_f32(std::string_view name, const std::vecto
   check(ti.shape == expected_shape, ti.file.string(), ": tensor \"", name, "\": expected shape ",
         shape_str(expected_shape), ", got ", shape_str(ti.shape));
   return load_f32(name);
+}
+
+const std::uint8_t* SafeTensors::bytes(std::string_view name, const std::vector<int64_t>& expected_shape) const {
+  const TensorInfo& ti = info(name);
+  check(ti.shape == expected_shape, ti.file.string(), ": tensor \"", name, "\": expected shape ",
+        shape_str(expected_shape), ", got ", shape_str(ti.shape));
+  const Entry& e = impl_->entry(name);
+  return impl_->files[e.file].data() + e.begin;
 }
 
 std::size_t SafeTensors::total_bytes() const {

@@ -43,6 +43,10 @@ class SafeTensors {
   std::vector<float> load_f32(std::string_view name) const;
   std::vector<float> load_f32(std::string_view name, const std::vector<int64_t>& expected_shape) const;
 
+  // The tensor's bytes as stored (info(name).dtype, little-endian, possibly unaligned), inside the
+  // mapped file: valid while this object lives. The shape is checked as load_f32 checks it.
+  const std::uint8_t* bytes(std::string_view name, const std::vector<int64_t>& expected_shape) const;
+
   // Total bytes of tensor data across all files, and the dtype most tensors are stored in.
   std::size_t total_bytes() const;
   DType dominant_dtype() const;

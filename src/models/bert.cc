@@ -259,7 +259,7 @@ BuiltModel build_bert_random(const nlohmann::json& config, const std::string& so
   BuiltModel m = describe(cfg);
   m.pooling = PoolingMode::kMean;
   m.normalize = true;
-  RandomSource src(bert_standard_tensors(cfg));
+  RandomSource src(bert_standard_tensors(cfg), checkpoint_dtype(config));
   build(m, cfg, src, std::nullopt);
   return m;
 }

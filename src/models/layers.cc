@@ -16,8 +16,19 @@ using plan::Rows;
 using plan::View;
 
 plan::WeightId Layers::tensor(const std::string& name, std::vector<int64_t> shape) {
-  std::vector<float> data = src_.load(name, shape);
-  return plan_.add_weight(name, std::move(shape), std::move(data));
+  plan::StoredTensor stored = src_.view(name, shape);
+  return plan_.add_weight(name, std::move(shape), std::move(stored));
+}
+
+plan::WeightId Layers::stacked(const std::string& fused, const std::vector<std::string>& names,
+                               const std::vector<std::vector<int64_t>>& shapes, std::vector<int64_t> shape) {
+  plan::StoredTensor all;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    plan::StoredTensor part = src_.view(names[i], shapes[i]);
+    all.parts.insert(all.parts.end(), part.parts.begin(), part.parts.end());
+    all.keep.insert(all.keep.end(), part.keep.begin(), part.keep.end());
+  }
+  return plan_.add_weight(fused, std::move(shape), std::move(all));
 }
 
 plan::WeightId Layers::optional_tensor(const std::string& name, std::vector<int64_t> shape) {
@@ -41,17 +52,17 @@ plan::GemmStep Layers::fused_linear(const std::string& fused, const std::vector<
   for (const LinearPart& p : parts) rows += p.rows;
   check(static_cast<std::size_t>(in) == x.cols && static_cast<std::size_t>(rows) == y.cols, "linear ", fused,
         ": views of ", x.cols, " → ", y.cols, " columns for a weight [", rows, ", ", in, "]");
-  if (parts.size() == 1) {
-    g.w = tensor(parts[0].name + ".weight", {rows, in});
-  } else {
-    std::vector<float> w;
-    w.reserve(static_cast<std::size_t>(rows * in));
-    for (const LinearPart& p : parts) {
-      const std::vector<float> part = src_.load(p.name + ".weight", {p.rows, in});
-      w.insert(w.end(), part.begin(), part.end());
-    }
-    g.w = plan_.add_weight(fused + ".weight", {rows, in}, std::move(w));
+  // Stacked without a copy: the parts stay in the checkpoint, joined as the executor places them.
+  std::vector<std::string> weights, biases;
+  std::vector<std::vector<int64_t>> weight_shapes, bias_shapes;
+  for (const LinearPart& p : parts) {
+    weights.push_back(p.name + ".weight");
+    weight_shapes.push_back({p.rows, in});
+    biases.push_back(p.name + ".bias");
+    bias_shapes.push_back({p.rows});
   }
+  const std::string w_name = parts.size() == 1 ? weights[0] : fused + ".weight";
+  g.w = stacked(w_name, weights, weight_shapes, {rows, in});
   bool with_bias = bias == Bias::kRequired;
   if (bias == Bias::kIfPresent) {
     std::size_t present = 0;
@@ -59,18 +70,7 @@ plan::GemmStep Layers::fused_linear(const std::string& fused, const std::vector<
     check(present == 0 || present == parts.size(), "linear ", fused, ": some of its parts have a bias, others not");
     with_bias = present > 0;
   }
-  if (!with_bias) return g;
-  if (parts.size() == 1) {
-    g.bias = tensor(parts[0].name + ".bias", {rows});
-    return g;
-  }
-  std::vector<float> b;
-  b.reserve(static_cast<std::size_t>(rows));
-  for (const LinearPart& p : parts) {
-    const std::vector<float> part = src_.load(p.name + ".bias", {p.rows});
-    b.insert(b.end(), part.begin(), part.end());
-  }
-  g.bias = plan_.add_weight(fused + ".bias", {rows}, std::move(b));
+  if (with_bias) g.bias = stacked(parts.size() == 1 ? biases[0] : fused + ".bias", biases, bias_shapes, {rows});
   return g;
 }
 

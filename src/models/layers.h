@@ -47,6 +47,10 @@ class Layers {
   // Checkpoint tensor `name` with its shape checked; kNoWeight for an absent optional one.
   plan::WeightId tensor(const std::string& name, std::vector<int64_t> shape);
   plan::WeightId optional_tensor(const std::string& name, std::vector<int64_t> shape);
+  // Tensors `names` (shapes `shapes`) stacked row-wise as one plan weight `fused` of `shape`,
+  // without copying them: the executor joins them as it places the weight.
+  plan::WeightId stacked(const std::string& fused, const std::vector<std::string>& names,
+                         const std::vector<std::vector<int64_t>>& shapes, std::vector<int64_t> shape);
 
   // y = act(x · Wᵀ + b) for checkpoint linear `name` (`name.weight` [out, in], `name.bias` [out]).
   plan::GemmStep linear(const std::string& name, int64_t out, int64_t in, plan::View x, plan::View y, Bias bias,

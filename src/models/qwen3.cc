@@ -98,12 +98,17 @@ void build_yes_no_head(plan::Plan& plan, const Qwen3Config& c, const WeightSourc
   const std::string table = src.has("lm_head.weight") ? "lm_head.weight" : p + "embed_tokens.weight";
   check(src.has("lm_head.weight") || c.tie_word_embeddings, "Qwen3ForCausalLM: no lm_head.weight, and ",
         "tie_word_embeddings is not set in config.json");
-  const std::vector<float> w = src.load(table, {c.vocab, H});
   check(yes >= 0 && yes < c.vocab && no >= 0 && no < c.vocab, "reranker tokens \"yes\" (", yes, ") and \"no\" (", no,
         ") must be inside the vocabulary of ", c.vocab);
+  // The two rows alone, converted from the table as stored.
+  const plan::StoredTensor w = src.view(table, {c.vocab, H});
+  const plan::StoredPart& part = w.parts.at(0);
+  const std::size_t row_bytes = static_cast<std::size_t>(H) * dtype_size(part.dtype);
+  std::vector<float> yes_row(static_cast<std::size_t>(H)), no_row(static_cast<std::size_t>(H));
+  convert_to_f32(part.dtype, part.bytes + static_cast<std::size_t>(yes) * row_bytes, yes_row.data(), yes_row.size());
+  convert_to_f32(part.dtype, part.bytes + static_cast<std::size_t>(no) * row_bytes, no_row.data(), no_row.size());
   std::vector<float> diff(static_cast<std::size_t>(H));
-  for (int64_t j = 0; j < H; ++j)
-    diff[static_cast<std::size_t>(j)] = w[static_cast<std::size_t>(yes * H + j)] - w[static_cast<std::size_t>(no * H + j)];
+  for (std::size_t j = 0; j < diff.size(); ++j) diff[j] = yes_row[j] - no_row[j];
   const std::size_t h = static_cast<std::size_t>(H);
   const BufferId last = plan.add_buffer("rerank_last", Rows::kSequences, h);
   const BufferId scores = plan.add_buffer("scores", Rows::kSequences, 1);
@@ -258,7 +263,7 @@ BuiltModel build_qwen3_random(const nlohmann::json& config, const std::string& s
   m.normalize = true;
   Qwen3Config tensors = c;
   tensors.causal_lm = reranker;
-  RandomSource src(qwen3_tensors(tensors, reranker ? "model." : ""));
+  RandomSource src(qwen3_tensors(tensors, reranker ? "model." : ""), checkpoint_dtype(config));
   build(m, c, src, std::nullopt, 0, std::min(1, c.vocab - 1));
   return m;
 }

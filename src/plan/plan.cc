@@ -38,6 +38,48 @@ WeightId Plan::add_weight(std::string name, std::vector<int64_t> shape, std::vec
   return static_cast<WeightId>(weights_.size() - 1);
 }
 
+WeightId Plan::add_weight(std::string name, std::vector<int64_t> shape, StoredTensor stored) {
+  WeightDesc w{std::move(name), std::move(shape), {}, std::move(stored)};
+  std::size_t numel = 0;
+  for (const StoredPart& p : w.stored.parts) {
+    check(p.bytes != nullptr || p.numel == 0, "plan: weight ", w.name, " has a part without values");
+    numel += p.numel;
+  }
+  check(numel == w.numel(), "plan: weight ", w.name, " has ", numel, " stored values for its shape of ", w.numel());
+  weights_.push_back(std::move(w));
+  return static_cast<WeightId>(weights_.size() - 1);
+}
+
+std::size_t WeightDesc::numel() const {
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+DType WeightDesc::dtype() const {
+  if (!data.empty() || stored.parts.empty()) return DType::kF32;
+  for (const StoredPart& p : stored.parts)
+    if (p.dtype != stored.parts.front().dtype) return DType::kF32;
+  return stored.parts.front().dtype;
+}
+
+std::vector<float> WeightDesc::to_f32() const {
+  if (!data.empty() || numel() == 0) return data;
+  check(!stored.parts.empty(), "weight ", name, " holds no values (its plan is already used by another executor?)");
+  std::vector<float> out(numel());
+  std::size_t at = 0;
+  for (const StoredPart& p : stored.parts) {
+    convert_to_f32(p.dtype, p.bytes, out.data() + at, p.numel);
+    at += p.numel;
+  }
+  return out;
+}
+
+void WeightDesc::release() {
+  std::vector<float>().swap(data);
+  stored = {};
+}
+
 void Plan::add_step(const std::string& program, std::string name, StepOp op) {
   programs_[program].push_back({std::move(name), std::move(op)});
 }

@@ -10,10 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "core/dtype.h"
 #include "inferencelayer/types.h"
 #include "ops/attention.h"
 
@@ -45,12 +47,36 @@ struct BufferDesc {
   Elem elem = Elem::kActivation;
 };
 
+// A weight's values as the checkpoint stores them: parts stacked row-wise (one part, or the
+// tensors a fused weight joins: q, k, v), each `numel` elements of `dtype` (little-endian, maybe
+// unaligned) at `bytes`, kept valid by `keep` (the mapped checkpoint, or buffers of their own).
+struct StoredPart {
+  DType dtype = DType::kF32;
+  const std::uint8_t* bytes = nullptr;
+  std::size_t numel = 0;
+};
+struct StoredTensor {
+  std::vector<StoredPart> parts;
+  std::vector<std::shared_ptr<const void>> keep;
+};
+
 struct WeightDesc {
   std::string name;             // the checkpoint tensor it came from (or a fused name)
   std::vector<int64_t> shape;
-  // f32 on the host; backends upload it, use it in place, or re-lay it and release this copy
-  // (the CPU executor packs GEMM weights into panels and empties `data`).
+  // The values: f32 computed by the builder (`data`: fused, folded, or converted), or, with
+  // `data` empty, the checkpoint's own bytes (`stored`), so a bf16 model is not copied to f32 on
+  // the host whole. Backends convert per tensor as they place it (upload, pack into panels) and
+  // then release() it: the plan's copy is only needed until an executor holds its own.
   std::vector<float> data;
+  StoredTensor stored;
+
+  std::size_t numel() const;
+  bool has_values() const { return !data.empty() || !stored.parts.empty() || numel() == 0; }
+  // The element type of the values held: the parts' when they agree, else f32.
+  DType dtype() const;
+  // The values as f32 (a copy). Throws when released.
+  std::vector<float> to_f32() const;
+  void release();
 };
 
 using WeightId = int;
@@ -144,6 +170,7 @@ class Plan {
   // A buffer over the storage of token buffer `owner` (see BufferDesc::storage).
   BufferId add_buffer_over(std::string name, Rows rows, std::size_t cols, BufferId owner);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data);
+  WeightId add_weight(std::string name, std::vector<int64_t> shape, StoredTensor stored);
   void add_step(const std::string& program, std::string name, StepOp op);
   // Names a view so callers can read it back ("hidden", "embedding", "scores").
   void set_output(const std::string& name, View view);

@@ -45,16 +45,23 @@ void CpuExecutor::pack_gemm_weights(plan::Plan& plan) {
         Uses& u = uses[use.id];
         (use.role == plan::WeightRole::kGemm ? u.gemm : u.other) = true;
       }
+  // Every weight is converted to f32 one tensor at a time (a bf16 checkpoint is never held in f32
+  // whole, nor twice): GEMM weights straight into panels, the others into the executor's own
+  // copies. The plan's values are released as they are placed.
+  host_weights_.resize(plan.weights().size());
   for (const auto& [id, u] : uses) {
-    if (!u.gemm) continue;
     auto& w = plan.weights().at(static_cast<std::size_t>(id));
-    check(w.shape.size() == 2, "cpu executor: GEMM weight ", w.name, " is not a matrix");
-    const std::size_t n = static_cast<std::size_t>(w.shape[0]);
-    const std::size_t k = static_cast<std::size_t>(w.shape[1]);
-    check(w.data.size() == n * k, "cpu executor: weight ", w.name,
-          " holds no data (its plan is already used by another executor?)");
-    packed_.emplace(id, ops::PackedWeight(w.data.data(), n, k));
-    if (!u.other) std::vector<float>().swap(w.data);
+    check(w.has_values(), "cpu executor: weight ", w.name,
+          " holds no values (its plan is already used by another executor?)");
+    std::vector<float> values = w.to_f32();
+    if (u.gemm) {
+      check(w.shape.size() == 2, "cpu executor: GEMM weight ", w.name, " is not a matrix");
+      const std::size_t n = static_cast<std::size_t>(w.shape[0]);
+      const std::size_t k = static_cast<std::size_t>(w.shape[1]);
+      packed_.emplace(id, ops::PackedWeight(values.data(), n, k));
+    }
+    if (u.other) host_weights_[static_cast<std::size_t>(id)] = std::move(values);
+    w.release();
   }
 }
 
@@ -97,7 +104,7 @@ std::size_t CpuExecutor::rows(const View& v) const {
 
 const float* CpuExecutor::weight(plan::WeightId id) const {
   if (id == plan::kNoWeight) return nullptr;
-  return plan_.weights().at(static_cast<std::size_t>(id)).data.data();
+  return host_weights_.at(static_cast<std::size_t>(id)).data();
 }
 
 void CpuExecutor::run(const std::string& program) {

@@ -15,9 +15,9 @@ namespace il::cpu {
 
 class CpuExecutor final : public plan::Executor {
  public:
-  // The plan must outlive the executor. threads == 0: one per hardware thread. Weights used
-  // only as GEMM weights move into the packed panel layout of ops/gemm_packed.h and their plan
-  // copy is released (one executor per plan).
+  // The plan must outlive the executor. threads == 0: one per hardware thread. GEMM weights move
+  // into the packed panel layout of ops/gemm_packed.h, the others into f32 copies of the
+  // executor's own, and the plan's values are released (one executor per plan).
   CpuExecutor(plan::Plan& plan, std::size_t max_tokens, std::size_t threads);
   // With IL_PROFILE=1 in the environment, prints the per-step profile to stderr at the end.
   ~CpuExecutor() override;
@@ -46,6 +46,7 @@ class CpuExecutor final : public plan::Executor {
   ThreadPool pool_;
   std::vector<std::vector<float>> buffers_;
   std::map<plan::WeightId, ops::PackedWeight> packed_;  // GEMM weights in panel layout
+  std::vector<std::vector<float>> host_weights_;        // the other weights, f32, by id (empty: none)
   plan::Batch batch_;
   plan::StepProfile profile_;
   bool profiling_ = false;
