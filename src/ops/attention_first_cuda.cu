@@ -1,9 +1,11 @@
-// Attention for each sequence's first query row only (ops/attention.h, attention_first_cpu):
-// what a CLS-pooled model's last layer needs. One block per (sequence, head); its four warps take
-// every fourth key of the row's range, each lane holding head_dim / 32 (rounded up to a power of
-// two) of the dimensions: q·k by a warp reduction, an online softmax per warp in f32, then the
-// four partial results merged through shared memory. The work is one row per sequence, so the
-// kernel only streams the sequence's K and V once per head: memory-bound, a few microseconds.
+// Attention for one query row per sequence, its first or its last (ops/attention.h,
+// attention_first_cpu / attention_last_cpu): what a model pooled from one token needs of its last
+// layer (CLS: the first; last-token pooling under a causal mask: the last, the one row that sees
+// every key). One block per (sequence, head); its four warps take every fourth key of the row's
+// range, each lane holding head_dim / 32 (rounded up to a power of two) of the dimensions: q·k by
+// a warp reduction, an online softmax per warp in f32, then the four partial results merged
+// through shared memory. The work is one row per sequence, so the kernel only streams the
+// sequence's K and V once per head: memory-bound, a few microseconds.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
@@ -18,7 +20,7 @@ constexpr int kWarps = 4;
 
 // E: dimensions a lane holds (head_dim ≤ 32 E).
 template <typename T, int E>
-__global__ void __launch_bounds__(32 * kWarps) attention_first_kernel(AttentionArgs a) {
+__global__ void __launch_bounds__(32 * kWarps) attention_one_row_kernel(AttentionArgs a, bool last) {
   pdl::wait_for_predecessor();
   const int s = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -26,15 +28,21 @@ __global__ void __launch_bounds__(32 * kWarps) attention_first_kernel(AttentionA
   const std::size_t start = static_cast<std::size_t>(a.seq_starts[s]);
   const int len = a.seq_starts[s + 1] - a.seq_starts[s];
   T* out = reinterpret_cast<T*>(a.out) + static_cast<std::size_t>(s) * a.ldo + static_cast<std::size_t>(head) * hd;
-  if (len == 0) {  // no first token: zeros, as attention_first_cpu writes
+  if (len == 0) {  // no such token: zeros, as the CPU op writes
     for (int d = static_cast<int>(threadIdx.x); d < hd; d += 32 * kWarps) elem::store(out + d, 0.0f);
     return;
   }
-  // Keys of row 0 (ops/attention_cpu.cc's key_range at i = 0).
-  int hi = a.mask == MaskMode::kCausal ? 1 : len;
-  if (a.window > 0 && a.window / 2 + 1 < static_cast<std::size_t>(hi)) hi = static_cast<int>(a.window / 2 + 1);
+  // Keys [lo, hi) of row i (ops/attention_cpu.cc's key_range); key i itself is always one.
+  const int i = last ? len - 1 : 0;
+  int lo = 0, hi = a.mask == MaskMode::kCausal ? i + 1 : len;
+  if (a.window > 0) {
+    const std::size_t half = a.window / 2;
+    if (static_cast<std::size_t>(i) > half) lo = i - static_cast<int>(half);
+    if (static_cast<std::size_t>(i) + half + 1 < static_cast<std::size_t>(hi)) hi = i + static_cast<int>(half) + 1;
+  }
   const std::size_t kvh = static_cast<std::size_t>(head) / (a.heads / a.kv_heads);
-  const T* q = reinterpret_cast<const T*>(a.q) + start * a.ldq + static_cast<std::size_t>(head) * hd;
+  const T* q = reinterpret_cast<const T*>(a.q) + (start + static_cast<std::size_t>(i)) * a.ldq +
+               static_cast<std::size_t>(head) * hd;
   const T* k = reinterpret_cast<const T*>(a.k) + start * a.ldk + kvh * hd;
   const T* v = reinterpret_cast<const T*>(a.v) + start * a.ldv + kvh * hd;
 
@@ -46,7 +54,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_first_kernel(AttentionA
     o[e] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
-  for (int j = warp; j < hi; j += kWarps) {
+  for (int j = lo + warp; j < hi; j += kWarps) {
     const T* kj = k + static_cast<std::size_t>(j) * a.ldk;
     float dot = 0.0f;
 #pragma unroll
@@ -86,7 +94,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_first_kernel(AttentionA
     scale[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - mx);  // a warp without keys adds nothing
     sum += wl[w] * scale[w];
   }
-  const float inv = 1.0f / sum;  // key 0 is always admissible: sum > 0
+  const float inv = 1.0f / sum;  // key i is always admissible: sum > 0
   for (int d = static_cast<int>(threadIdx.x); d < hd; d += 32 * kWarps) {
     float acc = 0.0f;
 #pragma unroll
@@ -96,22 +104,31 @@ __global__ void __launch_bounds__(32 * kWarps) attention_first_kernel(AttentionA
 }
 
 template <typename T>
-void launch(const AttentionArgs& a, cudaStream_t stream) {
+void launch(const AttentionArgs& a, bool last, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(a.num_seqs), static_cast<unsigned>(a.heads));
   const dim3 block(32 * kWarps);
-  if (a.head_dim <= 32) return pdl::launch(attention_first_kernel<T, 1>, grid, block, 0, stream, a);
-  if (a.head_dim <= 64) return pdl::launch(attention_first_kernel<T, 2>, grid, block, 0, stream, a);
-  if (a.head_dim <= 128) return pdl::launch(attention_first_kernel<T, 4>, grid, block, 0, stream, a);
-  pdl::launch(attention_first_kernel<T, 8>, grid, block, 0, stream, a);
+  if (a.head_dim <= 32) return pdl::launch(attention_one_row_kernel<T, 1>, grid, block, 0, stream, a, last);
+  if (a.head_dim <= 64) return pdl::launch(attention_one_row_kernel<T, 2>, grid, block, 0, stream, a, last);
+  if (a.head_dim <= 128) return pdl::launch(attention_one_row_kernel<T, 4>, grid, block, 0, stream, a, last);
+  pdl::launch(attention_one_row_kernel<T, 8>, grid, block, 0, stream, a, last);
+}
+
+void attention_one_row_cuda(const AttentionArgs& a, bool last, cudaStream_t stream, DType type) {
+  const char* what = last ? "attention (last rows)" : "attention (first rows)";
+  check_attention_shape(a, kAttentionMaxHeadDim, what);
+  check(a.num_seqs < (1u << 31) && a.heads <= 65535, what, ": batch too large for one launch");
+  if (a.num_seqs == 0) return;
+  elem::dispatch(type, [&](auto tag) { launch<decltype(tag)>(a, last, stream); });
 }
 
 }  // namespace
 
 void attention_first_cuda(const AttentionArgs& a, cudaStream_t stream, DType type) {
-  check_attention_shape(a, kAttentionMaxHeadDim, "attention (first rows)");
-  check(a.num_seqs < (1u << 31) && a.heads <= 65535, "attention (first rows): batch too large for one launch");
-  if (a.num_seqs == 0) return;
-  elem::dispatch(type, [&](auto tag) { launch<decltype(tag)>(a, stream); });
+  attention_one_row_cuda(a, false, stream, type);
+}
+
+void attention_last_cuda(const AttentionArgs& a, cudaStream_t stream, DType type) {
+  attention_one_row_cuda(a, true, stream, type);
 }
 
 }  // namespace il::ops

@@ -8,6 +8,10 @@
 //   128×256 f16): the vector loads are what makes this one pay.
 // - block per row otherwise: the row staged in shared memory.
 // Each row is read completely before any of it is written, so out may alias x or residual.
+// sum_out (x + residual, rounded to the element type) is written by the thread that read those
+// columns, as it reads them, so it may alias x or residual too (a pre-norm model keeps its
+// residual stream in place: sum_out == residual). With a group, every run of `group` columns is
+// a row of its own to both kernels (per-head q / k norms), normalised with the same weights.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
@@ -29,10 +33,21 @@ struct NormParams {
   const float* b;
   T* out;
   std::size_t ldo;
-  int cols;
+  T* sum_out;  // null: none
+  std::size_t lds;
+  int cols;    // of a normalised run: the group, or the whole row
+  int groups;  // runs per row (1 without a group)
   float eps;
   bool rms;
 };
+
+// The offset of run `vr` (row vr / groups, run vr % groups) in a buffer of row stride ld.
+template <typename T>
+__device__ __forceinline__ std::size_t run_offset(const NormParams<T>& p, std::size_t vr, std::size_t ld) {
+  if (p.groups == 1) return vr * ld;
+  const std::size_t r = vr / static_cast<unsigned>(p.groups), g = vr - r * static_cast<unsigned>(p.groups);
+  return r * ld + g * static_cast<std::size_t>(p.cols);
+}
 
 template <typename T>
 __global__ void layernorm_kernel(NormParams<T> p) {
@@ -40,11 +55,13 @@ __global__ void layernorm_kernel(NormParams<T> p) {
   extern __shared__ float row[];
   __shared__ float scratch[kThreads / 32];
   const std::size_t r = blockIdx.x;
-  const T* x = p.x + r * p.ldx;
-  const T* res = p.residual ? p.residual + r * p.ldr : nullptr;
+  const T* x = p.x + run_offset(p, r, p.ldx);
+  const T* res = p.residual ? p.residual + run_offset(p, r, p.ldr) : nullptr;
+  T* sum_out = p.sum_out ? p.sum_out + run_offset(p, r, p.lds) : nullptr;
   float sum = 0.0f;
   for (int j = threadIdx.x; j < p.cols; j += blockDim.x) {
     const float v = res ? elem::load(x + j) + elem::load(res + j) : elem::load(x + j);
+    if (sum_out) elem::store(sum_out + j, v);
     row[j] = v;
     sum += v;
   }
@@ -58,7 +75,7 @@ __global__ void layernorm_kernel(NormParams<T> p) {
   sq = cuda_reduce::block_sum(sq, scratch);
   // 1 / sqrt rather than rsqrtf: rsqrtf's 2-ulp error is avoidable here at no measurable cost.
   const float inv = 1.0f / sqrtf(sq / static_cast<float>(p.cols) + p.eps);
-  T* out = p.out + r * p.ldo;
+  T* out = p.out + run_offset(p, r, p.ldo);
   for (int j = threadIdx.x; j < p.cols; j += blockDim.x) {
     const float y = (row[j] - mean) * inv * p.w[j];
     elem::store(out + j, p.b ? y + p.b[j] : y);
@@ -106,8 +123,8 @@ __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
   }
   pdl::wait_for_predecessor();
   if (r >= rows) return;
-  const T* x = p.x + r * p.ldx;
-  const T* res = p.residual ? p.residual + r * p.ldr : nullptr;
+  const T* x = p.x + run_offset(p, r, p.ldx);
+  const T* res = p.residual ? p.residual + run_offset(p, r, p.ldr) : nullptr;
   float v[kChunks][V];
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
@@ -123,6 +140,7 @@ __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
         elem::load_vec(res + col, add);
 #pragma unroll
         for (int i = 0; i < V; ++i) v[c][i] += add[i];
+        if (p.sum_out) elem::store_vec(p.sum_out + run_offset(p, r, p.lds) + col, v[c]);
       }
     }
   }
@@ -142,7 +160,7 @@ __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
       for (int i = 0; i < V; ++i) sq += (v[c][i] - mean) * (v[c][i] - mean);
   sq = cuda_reduce::warp_sum(sq);
   const float inv = 1.0f / sqrtf(sq / static_cast<float>(p.cols) + p.eps);
-  T* out = p.out + r * p.ldo;
+  T* out = p.out + run_offset(p, r, p.ldo);
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     const int col = (c * 32 + lane) * V;
@@ -177,22 +195,26 @@ void launch_warp(const NormParams<T>& p, std::size_t rows, cudaStream_t stream) 
 }
 
 // True when the warp kernel ran (the row fits and every operand is vector-aligned).
+// `runs`: rows × groups. A run starts at a multiple of `cols` columns into its row, so a
+// vectorisable run width keeps every run aligned.
 template <typename T>
-bool try_warp_kernel(const LayerNormArgs& a, const NormParams<T>& p, cudaStream_t stream) {
+bool try_warp_kernel(const LayerNormArgs& a, const NormParams<T>& p, std::size_t runs, cudaStream_t stream) {
   constexpr std::size_t V = elem::kVec<T>;
-  const bool aligned = elem::vectorizable<T>(a.x, a.ldx, a.cols) && elem::vectorizable<T>(a.out, a.ldo, a.cols) &&
-                       (!a.residual || elem::vectorizable<T>(a.residual, a.ldr, a.cols)) &&
-                       elem::vectorizable<float>(a.w, 0, a.cols) && (!a.b || elem::vectorizable<float>(a.b, 0, a.cols));
-  const std::size_t chunks = (a.cols / V + 31) / 32;
+  const std::size_t n = static_cast<std::size_t>(p.cols);
+  const bool aligned = elem::vectorizable<T>(a.x, a.ldx, n) && elem::vectorizable<T>(a.out, a.ldo, n) &&
+                       (!a.residual || elem::vectorizable<T>(a.residual, a.ldr, n)) &&
+                       (!a.sum_out || elem::vectorizable<T>(a.sum_out, a.lds, n)) &&
+                       elem::vectorizable<float>(a.w, 0, n) && (!a.b || elem::vectorizable<float>(a.b, 0, n));
+  const std::size_t chunks = (n / V + 31) / 32;
   if (!aligned || chunks > kWarpMaxChunks) return false;
   switch (chunks) {
-    case 1: launch_warp<T, 1>(p, a.rows, stream); break;
-    case 2: launch_warp<T, 2>(p, a.rows, stream); break;
-    case 3: launch_warp<T, 3>(p, a.rows, stream); break;
-    case 4: launch_warp<T, 4>(p, a.rows, stream); break;
+    case 1: launch_warp<T, 1>(p, runs, stream); break;
+    case 2: launch_warp<T, 2>(p, runs, stream); break;
+    case 3: launch_warp<T, 3>(p, runs, stream); break;
+    case 4: launch_warp<T, 4>(p, runs, stream); break;
     case 5:
-    case 6: launch_warp<T, 6>(p, a.rows, stream); break;
-    default: launch_warp<T, kWarpMaxChunks>(p, a.rows, stream); break;
+    case 6: launch_warp<T, 6>(p, runs, stream); break;
+    default: launch_warp<T, kWarpMaxChunks>(p, runs, stream); break;
   }
   return true;
 }
@@ -200,19 +222,31 @@ bool try_warp_kernel(const LayerNormArgs& a, const NormParams<T>& p, cudaStream_
 }  // namespace
 
 void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream, DType type) {
-  check(a.x && a.w && a.out, "layernorm: null operand");
-  check(a.cols > 0 && a.cols <= kLayerNormMaxCols, "layernorm: ", a.cols, " columns outside 1..",
-        kLayerNormMaxCols, " (CUDA)");
-  check(a.ldx >= a.cols && a.ldo >= a.cols && (!a.residual || a.ldr >= a.cols),
+  check_layernorm(a);
+  check(a.cols <= kLayerNormMaxCols, "layernorm: ", a.cols, " columns outside 1..", kLayerNormMaxCols, " (CUDA)");
+  check(a.ldx >= a.cols && a.ldo >= a.cols && (!a.residual || a.ldr >= a.cols) && (!a.sum_out || a.lds >= a.cols),
         "layernorm: row stride smaller than the row");
   if (a.rows == 0) return;
-  check(a.rows < (1u << 31), "layernorm: too many rows for one launch");
+  const std::size_t group = a.group ? a.group : a.cols, groups = a.cols / group, runs = a.rows * groups;
+  check(runs < (1u << 31), "layernorm: too many rows for one launch");
   elem::dispatch(type, [&](auto tag) {
     using T = decltype(tag);
-    const NormParams<T> p{reinterpret_cast<const T*>(a.x), a.ldx, reinterpret_cast<const T*>(a.residual), a.ldr,
-                          a.w, a.b, reinterpret_cast<T*>(a.out), a.ldo, static_cast<int>(a.cols), a.eps, a.rms};
-    if (try_warp_kernel(a, p, stream)) return;
-    pdl::launch(layernorm_kernel<T>, static_cast<unsigned>(a.rows), kThreads, a.cols * sizeof(float), stream, p);
+    const NormParams<T> p{reinterpret_cast<const T*>(a.x),
+                          a.ldx,
+                          reinterpret_cast<const T*>(a.residual),
+                          a.ldr,
+                          a.w,
+                          a.b,
+                          reinterpret_cast<T*>(a.out),
+                          a.ldo,
+                          reinterpret_cast<T*>(a.sum_out),
+                          a.lds,
+                          static_cast<int>(group),
+                          static_cast<int>(groups),
+                          a.eps,
+                          a.rms};
+    if (try_warp_kernel(a, p, runs, stream)) return;
+    pdl::launch(layernorm_kernel<T>, static_cast<unsigned>(runs), kThreads, group * sizeof(float), stream, p);
   });
 }
 

@@ -17,8 +17,10 @@
 #include "inferencelayer/types.h"
 #include "ops/attention.h"
 #include "ops/embed.h"
+#include "ops/glu.h"
 #include "ops/layernorm.h"
 #include "ops/pool.h"
+#include "ops/rope.h"
 
 namespace il::ops {
 
@@ -33,8 +35,9 @@ void embed_cuda(const EmbedArgs& a, std::size_t num_tokens, cudaStream_t stream,
 
 // cols up to kLayerNormMaxCols: one row is staged in shared memory (f32), which with the
 // reduction scratch must stay inside the 48 KiB a block gets without opting in. `type`: x,
-// residual and out; the weight and bias stay f32 (they scale a normalised f32 value: rounding
-// them would add an error for no speed, as they are read once per row from cache).
+// residual, out and sum_out; the weight and bias stay f32 (they scale a normalised f32 value:
+// rounding them would add an error for no speed, as they are read once per row from cache).
+// sum_out and group as ops/layernorm.h says (sum_out may alias x or residual).
 inline constexpr std::size_t kLayerNormMaxCols = 12000;
 void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream, DType type = DType::kF32);
 
@@ -48,6 +51,17 @@ void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_
 // Only each sequence's first query row: attention_first_cpu's semantics (out row s for sequence
 // s). head_dim up to kAttentionMaxHeadDim; `type`: q, k, v and out; f32 arithmetic throughout.
 void attention_first_cuda(const AttentionArgs& a, cudaStream_t stream, DType type = DType::kF32);
+// The same for each sequence's last query row (attention_last_cpu's semantics).
+void attention_last_cuda(const AttentionArgs& a, cudaStream_t stream, DType type = DType::kF32);
+
+// out = act(x[:, :n]) ⊙ x[:, n:2n] (ops/glu.h). `type`: x and out.
+void glu_cuda(const GluArgs& a, cudaStream_t stream, DType type = DType::kF32);
+
+// Rotary embeddings in place (ops/rope.h), positions int32 on the device (one per row), angles
+// exactly rope_cpu's (f32 product, cosine and sine of it rounded to f32). rotary_dim up to
+// kRopeMaxRotaryDim. `type`: x.
+inline constexpr std::size_t kRopeMaxRotaryDim = 256;
+void rope_cuda(const RopeArgs& a, cudaStream_t stream, DType type = DType::kF32);
 
 // `in`: the element type of x; `out`: f32 (pooled rows, read back as f32) or `in` (first-token
 // rows that stay activations).

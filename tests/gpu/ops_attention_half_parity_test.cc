@@ -239,6 +239,9 @@ const std::vector<HalfCase> kCases = {
     {kMixed, 4, 4, 64, MaskMode::kBidirectional, 100},
     {kMixed, 6, 2, 64, MaskMode::kCausal, 65},
     {{129, 3, 700, 128, 1}, 2, 2, 64, MaskMode::kBidirectional, 0, false, true},
+    // Qwen3's layouts, causal with GQA 2:1: head_dim 24 (the fixture; padded to 32) and 128.
+    {kMixed, 4, 2, 24, MaskMode::kCausal, 0},
+    {{1, 0, 40, 1500}, 16, 8, 128, MaskMode::kCausal, 0},
 };
 
 INSTANTIATE_TEST_SUITE_P(Ragged, GpuHalfAttention,

@@ -66,13 +66,17 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{{257, 3, 1000}, 2, 1, 256, MaskMode::kBidirectional, 0},
                       AttnCase{{97, 1, 33}, 4, 2, 16, MaskMode::kCausal, 0},
                       AttnCase{{1, 2, 3, 5, 8, 13, 21, 34, 55}, 6, 3, 7, MaskMode::kCausal, 5},
-                      AttnCase{{300, 41}, 3, 3, 48, MaskMode::kCausal, 63}));
+                      AttnCase{{300, 41}, 3, 3, 48, MaskMode::kCausal, 63},
+                      // Qwen3's layouts: head_dim 24 (the fixture) and 128, causal, GQA 2:1.
+                      AttnCase{kMixedLengths, 4, 2, 24, MaskMode::kCausal, 0},
+                      AttnCase{{1, 0, 40, 1500}, 16, 8, 128, MaskMode::kCausal, 0}));
 
-// attention_first_cuda (each sequence's first query row, into row s) against attention_first_cpu
-// on the same inputs, in every element type: f32 within kTol; f16 / bf16 on inputs rounded once
-// (the CPU sees exactly those), the kernel computing in f32 and rounding the output once, so 2u of
-// the output's scale bounds it (u the type's unit roundoff). Rows past the heads keep their value.
-TEST_P(GpuAttention, FirstRowsMatchCpu) {
+// attention_first_cuda / attention_last_cuda (each sequence's first or last query row, into row
+// s) against attention_first_cpu / attention_last_cpu on the same inputs, in every element type:
+// f32 within kTol; f16 / bf16 on inputs rounded once (the CPU sees exactly those), the kernel
+// computing in f32 and rounding the output once, so 2u of the output's scale bounds it (u the
+// type's unit roundoff). Rows past the heads keep their value; empty sequences give zeros.
+TEST_P(GpuAttention, FirstAndLastRowsMatchCpu) {
   IL_REQUIRE_GPU();
   const AttnCase& c = GetParam();
   const auto starts = starts_of(c.lengths);
@@ -82,34 +86,38 @@ TEST_P(GpuAttention, FirstRowsMatchCpu) {
   const auto packed = random_vector(total * ld, 17, 1.5f);
   DeviceArray<int32_t> dstarts(starts);
   ThreadPool pool(0);
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
-    HalfArray half(packed, t == DType::kF32 ? DType::kF16 : t);  // unused for f32
-    const std::vector<float>& in = t == DType::kF32 ? packed : half.rounded();
-    std::vector<float> out_cpu(seqs * ldo, kSentinel);
-    ops::attention_first_cpu({in.data(), ld, in.data() + qw, ld, in.data() + qw + kvw, ld, out_cpu.data() + 1, ldo,
-                              starts.data(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
-                             pool);
-    std::vector<float> out_gpu;
-    if (t == DType::kF32) {
-      DeviceArray<float> dp(packed), dout(std::vector<float>(seqs * ldo, kSentinel));
-      ops::attention_first_cuda({dp.get(), ld, dp.get() + qw, ld, dp.get() + qw + kvw, ld, dout.get() + 1, ldo,
-                                 dstarts.get(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
-                                nullptr, t);
-      out_gpu = dout.download();
-    } else {
-      HalfArray dout(std::vector<float>(seqs * ldo, kSentinel), t);
-      ops::attention_first_cuda({half.as_float(), ld, half.as_float(qw), ld, half.as_float(qw + kvw), ld,
-                                 dout.as_float(1), ldo, dstarts.get(), seqs, c.heads, c.kv_heads, c.head_dim, scale,
-                                 c.mask, c.window},
-                                nullptr, t);
-      out_gpu = dout.download();
+  for (bool last : {false, true})
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+      HalfArray half(packed, t == DType::kF32 ? DType::kF16 : t);  // unused for f32
+      const std::vector<float>& in = t == DType::kF32 ? packed : half.rounded();
+      std::vector<float> out_cpu(seqs * ldo, kSentinel);
+      const ops::AttentionArgs cpu_args{in.data(), ld, in.data() + qw, ld, in.data() + qw + kvw, ld, out_cpu.data() + 1,
+                                        ldo, starts.data(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask,
+                                        c.window};
+      if (last) ops::attention_last_cpu(cpu_args, pool);
+      else ops::attention_first_cpu(cpu_args, pool);
+      const auto launch = [&](const ops::AttentionArgs& a) {
+        if (last) ops::attention_last_cuda(a, nullptr, t);
+        else ops::attention_first_cuda(a, nullptr, t);
+      };
+      std::vector<float> out_gpu;
+      if (t == DType::kF32) {
+        DeviceArray<float> dp(packed), dout(std::vector<float>(seqs * ldo, kSentinel));
+        launch({dp.get(), ld, dp.get() + qw, ld, dp.get() + qw + kvw, ld, dout.get() + 1, ldo, dstarts.get(), seqs,
+                c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window});
+        out_gpu = dout.download();
+      } else {
+        HalfArray dout(std::vector<float>(seqs * ldo, kSentinel), t);
+        launch({half.as_float(), ld, half.as_float(qw), ld, half.as_float(qw + kvw), ld, dout.as_float(1), ldo,
+                dstarts.get(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window});
+        out_gpu = dout.download();
+      }
+      const double err = rel_error(out_gpu, out_cpu);
+      const double tol = t == DType::kF32 ? kTol : 2 * unit_roundoff(t);
+      std::printf("[attention %s rows] %s %s: max error %.3g (tolerance %.3g)\n", last ? "last" : "first",
+                  type_name(t).c_str(), ::testing::PrintToString(c).c_str(), err, tol);
+      EXPECT_LE(err, tol) << (last ? "last " : "first ") << type_name(t) << " " << c;
     }
-    const double err = rel_error(out_gpu, out_cpu);
-    const double tol = t == DType::kF32 ? kTol : 2 * unit_roundoff(t);
-    std::printf("[attention first rows] %s %s: max error %.3g (tolerance %.3g)\n", type_name(t).c_str(),
-                ::testing::PrintToString(c).c_str(), err, tol);
-    EXPECT_LE(err, tol) << type_name(t) << " " << c;
-  }
 }
 
 TEST(GpuPool, KeepsTheElementTypeForFirstTokenRows) {

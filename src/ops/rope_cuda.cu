@@ -1,0 +1,82 @@
+// Rotary position embedding (ops/rope.h) on the GPU, in place on a strided view. The angles are
+// those of rope_cpu bit for bit: inv_freq comes from the same host function (rope_inv_freq,
+// passed by value in the launch), the angle is one f32 product position · inv_freq[j], and its
+// cosine and sine are evaluated in double and rounded to f32 (the CPU rounds std::cos / std::sin
+// of the same double). The rotation is written with explicitly rounded products and sums, so the
+// compiler fuses nothing the CPU does not: f32 results equal the CPU's. f16 / bf16 values load
+// into f32 and round once on the store.
+//
+// One block per row: its first threads compute the row's cos / sin table into shared memory
+// (shared by every head), then all rotate the heads' pairs.
+#include <algorithm>
+
+#include "ops/check_cuda.h"
+#include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
+#include "ops/ops_cuda.h"
+#include "ops/rope.h"
+
+namespace il::ops {
+namespace {
+
+template <typename T>
+struct RopeParams {
+  T* x;
+  std::size_t ldx;
+  const int32_t* positions;
+  int heads, head_dim, half;
+  float inv_freq[kRopeMaxRotaryDim / 2];
+};
+
+template <typename T>
+__global__ void rope_kernel(RopeParams<T> p) {
+  pdl::wait_for_predecessor();
+  __shared__ float cos_row[kRopeMaxRotaryDim / 2], sin_row[kRopeMaxRotaryDim / 2];
+  const std::size_t r = blockIdx.x;
+  const float pos = static_cast<float>(p.positions[r]);
+  for (int j = static_cast<int>(threadIdx.x); j < p.half; j += static_cast<int>(blockDim.x)) {
+    const double angle = __fmul_rn(pos, p.inv_freq[j]);  // rounded to f32, as transformers does
+    double s = 0.0, c = 0.0;
+    sincos(angle, &s, &c);
+    cos_row[j] = static_cast<float>(c);
+    sin_row[j] = static_cast<float>(s);
+  }
+  __syncthreads();
+  T* row = p.x + r * p.ldx;
+  const int pairs = p.heads * p.half;
+  for (int i = static_cast<int>(threadIdx.x); i < pairs; i += static_cast<int>(blockDim.x)) {
+    const int h = i / p.half, j = i - h * p.half;
+    T* x = row + static_cast<std::size_t>(h) * p.head_dim;
+    const float lo = elem::load(x + j), hi = elem::load(x + j + p.half);
+    const float c = cos_row[j], s = sin_row[j];
+    elem::store(x + j, __fsub_rn(__fmul_rn(lo, c), __fmul_rn(hi, s)));
+    elem::store(x + j + p.half, __fadd_rn(__fmul_rn(hi, c), __fmul_rn(lo, s)));
+  }
+}
+
+}  // namespace
+
+void rope_cuda(const RopeArgs& a, cudaStream_t stream, DType type) {
+  check_rope(a);
+  check(a.rotary_dim <= kRopeMaxRotaryDim, "rope: rotary_dim ", a.rotary_dim, " above ", kRopeMaxRotaryDim, " (CUDA)");
+  check(a.heads * a.head_dim < (1u << 31), "rope: row too wide for one launch");
+  if (a.rows == 0) return;
+  check(a.rows < (1u << 31), "rope: too many rows for one launch");
+  const int half = static_cast<int>(a.rotary_dim / 2);
+  const int pairs = static_cast<int>(a.heads) * half;
+  const unsigned threads = static_cast<unsigned>(std::min(256, (std::max(pairs, half) + 31) / 32 * 32));
+  elem::dispatch(type, [&](auto tag) {
+    using T = decltype(tag);
+    RopeParams<T> p{};
+    p.x = reinterpret_cast<T*>(a.x);
+    p.ldx = a.ldx;
+    p.positions = a.positions;
+    p.heads = static_cast<int>(a.heads);
+    p.head_dim = static_cast<int>(a.head_dim);
+    p.half = half;
+    for (int j = 0; j < half; ++j) p.inv_freq[j] = rope_inv_freq(a.theta, static_cast<std::size_t>(j), a.rotary_dim);
+    pdl::launch(rope_kernel<T>, static_cast<unsigned>(a.rows), threads, 0, stream, p);
+  });
+}
+
+}  // namespace il::ops

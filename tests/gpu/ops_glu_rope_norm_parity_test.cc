@@ -1,0 +1,196 @@
+// The ops a decoder-style layer adds (Qwen3: gated MLP, rotary embeddings, RMSNorm keeping the
+// residual sum, per-head q / k norms) on CUDA against the CPU ops, in every element type, at odd
+// sizes and on strided views (q and k inside a fused QKV buffer), with the aliasing the models
+// use. f16 / bf16 inputs are rounded once and the CPU op gets the same rounded values, so what is
+// measured is the kernel's own error: f32 math, one rounding of each output. Tolerances: f32
+// 1e-4 of the output's scale (rope: 1e-6, as its angles are the CPU's bit for bit), f16 / bf16
+// 4 unit roundoffs of the type (as ops_half_parity_test.cc). Columns outside a view must keep
+// their values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "core/thread_pool.h"
+#include "gpu_test_util.h"
+#include "half_test_util.h"
+#include "ops/glu.h"
+#include "ops/layernorm.h"
+#include "ops/ops_cuda.h"
+#include "ops/rope.h"
+#include "../unit/reference.h"
+
+namespace il::test {
+namespace {
+
+constexpr float kSentinel = 0.75f;
+const std::vector<std::size_t> kRows = {1, 7, 97, 257, 1025};
+
+// A device array of `t` elements holding host values rounded once to t; values() is what it holds.
+class TypedArray {
+ public:
+  TypedArray(const std::vector<float>& host, DType t) : type_(t) {
+    if (t == DType::kF32) {
+      f32_ = std::make_unique<DeviceArray<float>>(host);
+      values_ = host;
+    } else {
+      half_ = std::make_unique<HalfArray>(host, t);
+      values_ = half_->rounded();
+    }
+  }
+  // The element at `offset` (elements of the type), as the launchers' float* carries it.
+  float* at(std::size_t offset = 0) const { return f32_ ? f32_->get() + offset : half_->as_float(offset); }
+  const std::vector<float>& values() const { return values_; }
+  std::vector<float> download() const { return f32_ ? f32_->download() : half_->download(); }
+
+ private:
+  DType type_;
+  std::unique_ptr<DeviceArray<float>> f32_;
+  std::unique_ptr<HalfArray> half_;
+  std::vector<float> values_;
+};
+
+class GluRopeNorm : public ::testing::TestWithParam<DType> {
+ protected:
+  DType type() const { return GetParam(); }
+  double tol(double f32_tol = 1e-4) const { return type() == DType::kF32 ? f32_tol : 4.0 * unit_roundoff(type()); }
+};
+
+TEST_P(GluRopeNorm, GluMatchesCpuAtOddSizesStridesAndInPlace) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  uint32_t seed = 40;
+  double worst = 0.0;
+  for (std::size_t n : {1, 7, 96, 97, 1536})
+    for (std::size_t rows : kRows)
+      for (int layout = 0; layout < 3; ++layout) {
+        // 0: dense rows (the vector kernel where n allows); 1: windows at odd offsets of wider
+        // buffers; 2: in place, out = x's first n columns (as a model may write it).
+        const std::size_t x_off = layout == 1 ? 3 : 0, ldx = layout == 1 ? 2 * n + 5 : 2 * n;
+        const std::size_t o_off = layout == 1 ? 1 : 0, ldo = layout == 2 ? ldx : layout == 1 ? n + 3 : n;
+        const TypedArray x(random_vector(rows * ldx, seed++, 3.0f), type());
+        for (Activation act : {Activation::kSilu, Activation::kGeluErf, Activation::kGeluTanh, Activation::kRelu,
+                               Activation::kNone, Activation::kTanh}) {
+          std::vector<float> cpu_x = x.values();
+          std::vector<float> cpu_out(rows * ldo, kSentinel);
+          float* cpu_dst = layout == 2 ? cpu_x.data() : cpu_out.data() + o_off;
+          ops::glu_cpu({cpu_x.data() + x_off, ldx, cpu_dst, ldo, rows, n, act}, pool);
+          const TypedArray gx(x.values(), type()), gout(std::vector<float>(rows * ldo, kSentinel), type());
+          ops::glu_cuda({gx.at(x_off), ldx, layout == 2 ? gx.at() : gout.at(o_off), ldo, rows, n, act}, nullptr,
+                        type());
+          const double err =
+              layout == 2 ? rel_error(gx.download(), cpu_x) : rel_error(gout.download(), cpu_out);
+          worst = std::max(worst, err);
+          EXPECT_LE(err, tol()) << type_name(type()) << " n=" << n << " rows=" << rows << " layout=" << layout
+                                << " act=" << activation_name(act);
+        }
+      }
+  std::printf("[glu] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst, tol());
+}
+
+// Rotary embeddings on q and k inside a fused QKV buffer (the model's layout: q heads, then k,
+// then v), at positions up to 4095 in a ragged order, head dims 24 / 64 / 128 (and a partial
+// rotary_dim), theta 1e4 and 1e6. v and the columns past each rotary_dim stay as they were.
+TEST_P(GluRopeNorm, RopeMatchesCpuOnStridedViewsAtLargePositions) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  struct Case {
+    std::size_t heads, kv_heads, head_dim, rotary_dim;
+    float theta;
+  };
+  uint32_t seed = 70;
+  double worst = 0.0;
+  for (const Case& c : {Case{4, 2, 24, 24, 1e6f}, Case{16, 8, 128, 128, 1e6f}, Case{12, 12, 64, 64, 1e4f},
+                        Case{6, 2, 64, 32, 1e4f}, Case{3, 1, 128, 128, 5e5f}})
+    for (std::size_t rows : {1, 97, 1025, 4096}) {
+      const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw;
+      std::vector<int32_t> positions(rows);
+      for (std::size_t r = 0; r < rows; ++r)  // every position below 4096 once at 4096 rows, shuffled
+        positions[r] = static_cast<int32_t>((r * 2654435761u + seed) % 4096);
+      if (rows > 1) positions[rows - 1] = 4095;
+      DeviceArray<int32_t> dpos(positions);
+      const TypedArray buf(random_vector(rows * ld, seed++, 2.0f), type());
+      std::vector<float> cpu = buf.values();
+      for (const auto& [col, heads] : {std::pair{std::size_t{0}, c.heads}, std::pair{qw, c.kv_heads}})
+        ops::rope_cpu({cpu.data() + col, ld, positions.data(), rows, heads, c.head_dim, c.rotary_dim, c.theta}, pool);
+      for (const auto& [col, heads] : {std::pair{std::size_t{0}, c.heads}, std::pair{qw, c.kv_heads}})
+        ops::rope_cuda({buf.at(col), ld, dpos.get(), rows, heads, c.head_dim, c.rotary_dim, c.theta}, nullptr,
+                       type());
+      const double err = rel_error(buf.download(), cpu);
+      worst = std::max(worst, err);
+      EXPECT_LE(err, tol(1e-6)) << type_name(type()) << " heads " << c.heads << "/" << c.kv_heads << " head_dim "
+                                << c.head_dim << " rotary " << c.rotary_dim << " rows " << rows;
+    }
+  std::printf("[rope] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst, tol(1e-6));
+}
+
+// RMSNorm / LayerNorm keeping the residual sum, aliased as a pre-norm model runs it (sum_out ==
+// residual, out elsewhere), and per-head norms in place on q inside a QKV buffer (group = head
+// dim, out == x); odd group widths take the block kernel, aligned ones the warp kernel.
+TEST_P(GluRopeNorm, LayerNormWithSumOutAndGroupsMatchesCpu) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  struct Case {
+    std::size_t cols, group;
+    bool rms, bias;
+  };
+  uint32_t seed = 200;
+  double worst = 0.0;
+  for (const Case& c : {Case{64, 0, true, false}, Case{1024, 0, true, false}, Case{97, 0, false, true},
+                        Case{4096, 0, true, false}, Case{96, 24, true, false}, Case{2048, 128, true, false},
+                        Case{21, 7, true, false}, Case{192, 64, false, true}})
+    for (std::size_t rows : kRows) {
+      const std::size_t n = c.group ? c.group : c.cols;
+      auto w = random_vector(n, seed++, 0.3f);
+      for (float& v : w) v += 1.0f;
+      const auto b = random_vector(n, seed++, 0.3f);
+      DeviceArray<float> dw(w), db(b);
+      const float* cb = c.bias ? b.data() : nullptr;
+      const float* gb = c.bias ? db.get() : nullptr;
+      if (c.group == 0) {
+        // x = a projection's output, residual = the stream (updated in place), out = normed.
+        auto x0 = random_vector(rows * c.cols, seed++, 2.0f);
+        for (float& v : x0) v += 0.5f;
+        const TypedArray x(x0, type()), res(random_vector(rows * c.cols, seed++, 2.0f), type());
+        const TypedArray out(std::vector<float>(rows * c.cols, kSentinel), type());
+        std::vector<float> cpu_res = res.values(), cpu_out(rows * c.cols, kSentinel);
+        ops::LayerNormArgs a{x.values().data(), c.cols, cpu_res.data(), c.cols, w.data(), cb, cpu_out.data(),
+                             c.cols, rows, c.cols, 1e-6f, c.rms};
+        a.sum_out = cpu_res.data();
+        a.lds = c.cols;
+        ops::layernorm_cpu(a, pool);
+        ops::LayerNormArgs g{x.at(), c.cols, res.at(), c.cols, dw.get(), gb, out.at(), c.cols, rows, c.cols, 1e-6f,
+                             c.rms};
+        g.sum_out = res.at();
+        g.lds = c.cols;
+        ops::layernorm_cuda(g, nullptr, type());
+        const double e_out = rel_error(out.download(), cpu_out), e_sum = rel_error(res.download(), cpu_res);
+        worst = std::max({worst, e_out, e_sum});
+        EXPECT_LE(e_out, tol()) << type_name(type()) << " out, cols " << c.cols << " rows " << rows;
+        EXPECT_LE(e_sum, tol()) << type_name(type()) << " sum, cols " << c.cols << " rows " << rows;
+      } else {
+        // q heads at column 0 of a wider QKV row, normalised in place head by head.
+        const std::size_t ld = c.cols + 2 * c.group + (c.group % 2 ? 3 : 0);
+        const TypedArray qkv(random_vector(rows * ld, seed++, 3.0f), type());
+        std::vector<float> cpu = qkv.values();
+        ops::LayerNormArgs a{cpu.data(), ld, nullptr, 0, w.data(), cb, cpu.data(), ld, rows, c.cols, 1e-6f, c.rms};
+        a.group = c.group;
+        ops::layernorm_cpu(a, pool);
+        ops::LayerNormArgs g{qkv.at(), ld, nullptr, 0, dw.get(), gb, qkv.at(), ld, rows, c.cols, 1e-6f, c.rms};
+        g.group = c.group;
+        ops::layernorm_cuda(g, nullptr, type());
+        const double err = rel_error(qkv.download(), cpu);
+        worst = std::max(worst, err);
+        EXPECT_LE(err, tol()) << type_name(type()) << " group " << c.group << " of " << c.cols << " rows " << rows;
+      }
+    }
+  std::printf("[layernorm sum_out / group] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst,
+              tol());
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GluRopeNorm, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                         [](const auto& info) { return type_name(info.param); });
+
+}  // namespace
+}  // namespace il::test
