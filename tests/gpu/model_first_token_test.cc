@@ -1,14 +1,15 @@
-// The first-token programs (models/bert.h: the last layer for each sequence's first token only)
-// against the full encoder on CUDA, in every precision, on the fixtures whose output reads first
-// tokens alone (the CLS-pooled embedding model and the cross-encoders). One ragged batch of all
-// the fixture's inputs plus an empty sequence, through one executor that captures CUDA graphs as
-// soon as it can (IL_CUDA_GRAPHS=always): each path runs three times (eager, capture, replay),
-// and the full path once more after the first-token one, whose buffers share its storage.
+// The selected-row programs (models/layers.h: the last layer for one token of each sequence only,
+// its first for CLS pooling and BERT-style cross-encoders, its last for last-token pooling and
+// Qwen3's reranker) against the full encoder on CUDA, in every precision, on the fixtures whose
+// output reads those tokens alone. One ragged batch of all the fixture's inputs plus an empty
+// sequence, through one executor that captures CUDA graphs as soon as it can
+// (IL_CUDA_GRAPHS=always): each path runs three times (eager, capture, replay), and the full path
+// once more after the selected one, whose buffers share its storage.
 // - f32: the two paths within 1e-5 of the output's scale (the GEMMs run on B rows instead of T,
 //   and cuBLASLt may pick another algorithm for them).
-// - f16 / bf16: the first-row kernel keeps P in f32 where the full path's attention rounds it,
+// - f16 / bf16: the one-row kernel keeps P in f32 where the full path's attention rounds it,
 //   so the two differ by rounding. Against the f32 CPU engine (the transformers-parity class),
-//   the first-token path must be about as accurate as the full one: its worst error at most
+//   the selected path must be about as accurate as the full one: its worst error at most
 //   twice the full path's plus a floor of the type's rounding (cosine deficit 4u², scores 2u of
 //   max(1, |score|); u the type's unit roundoff).
 #include <gtest/gtest.h>
@@ -59,7 +60,8 @@ TEST_P(GpuFirstTokenTest, SameOutputsAsTheFullEncoderInEveryPrecision) {
   plan::Batch batch = runtime::make_batch(inputs, {0, inputs.size()});
   batch.seq_starts.insert(batch.seq_starts.begin() + 1, batch.seq_starts[1]);  // an empty sequence second
   const bool ce = f.kind == "cross_encoder";
-  const std::string full_head = ce ? "ce_head" : models::pooling_program(PoolingMode::kCls);
+  const PoolingMode pooling = models::build_model_from_folder(f.dir).pooling;  // kCls or kLastToken
+  const std::string full_head = ce ? "ce_head" : models::pooling_program(pooling);
 
   // The f32 reference: the CPU engine's full path.
   std::vector<float> ref;
@@ -77,8 +79,9 @@ TEST_P(GpuFirstTokenTest, SameOutputsAsTheFullEncoderInEveryPrecision) {
   for (const char* dtype : {"f32", "f16", "bf16"}) {
     models::BuiltModel model = models::build_model_from_folder(f.dir);  // an executor takes the weights
     const models::Programs first =
-        ce ? models::scoring_programs(model.plan) : models::embedding_programs(model.plan, PoolingMode::kCls);
-    ASSERT_EQ(first.encoder, "encode_first") << "IL_FIRST_TOKEN=0 in the environment?";
+        ce ? models::scoring_programs(model.plan) : models::embedding_programs(model.plan, pooling);
+    ASSERT_TRUE(first.encoder == "encode_first" || first.encoder == "encode_last")
+        << first.encoder << ": IL_FIRST_TOKEN=0 in the environment?";
     const plan::View out = model.plan.output(ce ? "scores" : "embedding");
     std::unique_ptr<plan::Executor> exec;
     {
@@ -106,9 +109,9 @@ TEST_P(GpuFirstTokenTest, SameOutputsAsTheFullEncoderInEveryPrecision) {
       scale = std::max(scale, std::abs(static_cast<double>(want[i])));
     }
     const double err_full = worst_error(want, ref, out.cols, ce), err_first = worst_error(got, ref, out.cols, ce);
-    std::printf("[gpu first token] %s %s: %zu sequences (one empty), paths differ by %.3g (scale %.3g); worst %s "
-                "against the f32 CPU engine: full %.3g, first-token %.3g\n",
-                GetParam().c_str(), dtype, batch.num_seqs(), diff, scale,
+    std::printf("[gpu selected rows] %s %s (%s): %zu sequences (one empty), paths differ by %.3g (scale %.3g); "
+                "worst %s against the f32 CPU engine: full %.3g, selected %.3g\n",
+                GetParam().c_str(), dtype, first.encoder.c_str(), batch.num_seqs(), diff, scale,
                 ce ? "relative score error" : "cosine deficit", err_full, err_first);
     const std::string d = dtype;
     if (d == "f32") {
@@ -121,7 +124,8 @@ TEST_P(GpuFirstTokenTest, SameOutputsAsTheFullEncoderInEveryPrecision) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuFirstTokenTest,
-                         ::testing::Values("bert-cls", "bert-ce", "jina-ce", "xlmr-ce", "xlmr-ce2"),
+                         ::testing::Values("bert-cls", "bert-ce", "jina-ce", "xlmr-ce", "xlmr-ce2", "qwen3-embed",
+                                           "qwen3-rerank"),
                          [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace

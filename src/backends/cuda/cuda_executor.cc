@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 
 #include "backends/cuda/batch_buckets.h"
 #include "core/env.h"
@@ -13,6 +12,8 @@
 #include "ops/attention_half_cuda.h"
 #include "ops/check_cuda.h"
 #include "ops/ops_cuda.h"
+#include "plan/operands.h"
+#include "plan/overloaded.h"
 
 namespace il::cuda {
 
@@ -59,13 +60,25 @@ std::size_t CudaExecutor::device_bytes() const {
   return weight_arena_.bytes() + buffer_arena_.bytes() + batch_arena_.bytes() + gemm_->workspace_bytes();
 }
 
+// Activations in the serving precision; kF32 buffers (by default the sequence rows: pooled
+// vectors, heads, scores) f32 in every mode. No step reads or writes integer buffers as floats.
 DType CudaExecutor::type_of(const View& v) const {
-  switch (plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows) {
-    case Rows::kTokens: return compute_;
-    case Rows::kSequences: return DType::kF32;  // pooled rows, heads, scores: f32 in every mode
-    case Rows::kSelected: return compute_;   // activations, like token rows
+  const plan::BufferDesc& b = plan_.buffers().at(static_cast<std::size_t>(v.buffer));
+  switch (b.elem) {
+    case plan::Elem::kActivation: return compute_;
+    case plan::Elem::kF32: return DType::kF32;
+    case plan::Elem::kI32: break;
   }
-  return DType::kF32;
+  throw make_error("cuda executor: buffer ", b.name, " holds int32 values, not floating-point ones");
+}
+
+std::size_t CudaExecutor::elem_bytes(const plan::BufferDesc& b) const {
+  switch (b.elem) {
+    case plan::Elem::kActivation: return elem_size(compute_);
+    case plan::Elem::kF32: return sizeof(float);
+    case plan::Elem::kI32: return sizeof(int32_t);
+  }
+  return sizeof(float);
 }
 
 void CudaExecutor::allocate(plan::Plan& plan) {
@@ -82,7 +95,7 @@ void CudaExecutor::allocate(plan::Plan& plan) {
   const auto bytes_of = [&](std::size_t id) {
     const plan::BufferDesc& b = plan.buffers()[id];
     if (b.storage >= 0) return std::size_t{0};
-    return aligned_bytes(max_tokens_ * b.cols * elem_size(type_of({static_cast<int>(id), 0, b.cols})));
+    return aligned_bytes(max_tokens_ * b.cols * elem_bytes(b));
   };
   std::size_t total = 0;
   for (std::size_t i = 0; i < plan.buffers().size(); ++i) total += bytes_of(i);
@@ -99,43 +112,42 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     if (const plan::BufferId owner = plan.buffers()[i].storage; owner >= 0)
       buffers_[i] = buffers_.at(static_cast<std::size_t>(owner));
 
-  // Batch ids (sequence offsets, tokens, type ids, pool starts), device side and pinned host side.
-  const std::size_t ints = 4 * max_tokens_ + 1;
+  // Positions go up with each batch only where a step reads them (rotary embeddings).
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      needs_positions_ = needs_positions_ || std::holds_alternative<plan::RopeStep>(step.op);
+
+  // Batch ids (sequence offsets, tokens, type ids, pool starts, positions), device side and
+  // pinned host side.
+  const std::size_t ints = 5 * max_tokens_ + 1;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-// Each weight is uploaded in the element types its steps read it in: embedding tables and GEMM
-// weights and biases in the type of the activations they meet (the serving precision for token
-// rows, f32 for the heads on sequence rows); norm weights and biases in f32 (see
-// ops/ops_cuda.h). Half copies are converted on the device from one f32 upload.
+// Each weight is uploaded in the element types its steps read it in (plan/operands.h): GEMM
+// weights and biases and embedding tables in the type of the activations they meet (the serving
+// precision for activation rows, f32 for the heads on f32 sequence rows); norm weights and biases
+// in f32 (see ops/ops_cuda.h). Half copies are converted on the device from one f32 upload.
 void CudaExecutor::upload_weights(plan::Plan& plan) {
   const std::size_t count = plan.weights().size();
   std::vector<std::array<bool, 3>> need(count, {false, false, false});
-  const auto mark = [&](plan::WeightId id, DType t) {
-    if (id != plan::kNoWeight) need.at(static_cast<std::size_t>(id))[slot(t)] = true;
-  };
   for (const std::string& name : plan.program_names())
     for (const plan::Step& step : plan.program(name))
-      std::visit(
-          [&](const auto& op) {
-            using T = std::decay_t<decltype(op)>;
-            if constexpr (std::is_same_v<T, plan::EmbedStep>) {
-              for (plan::WeightId id : {op.word, op.position, op.type}) mark(id, type_of(op.out));
-            } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
-              mark(op.w, type_of(op.x));
-              mark(op.bias, type_of(op.x));
-            } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
-              mark(op.w, DType::kF32);
-              mark(op.b, DType::kF32);
-            }
-          },
-          step.op);
+      for (const plan::WeightUse& use : plan::operands(step.op).weights) {
+        DType t = DType::kF32;
+        switch (use.role) {
+          case plan::WeightRole::kGemm:
+          case plan::WeightRole::kGemmBias:
+          case plan::WeightRole::kTable: t = type_of(use.meets); break;
+          case plan::WeightRole::kNorm: t = DType::kF32; break;
+        }
+        need.at(static_cast<std::size_t>(use.id))[slot(t)] = true;
+      }
 
   std::size_t total = 0, widest_half = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t n = plan.weights()[i].data.size();
+    const std::size_t n = plan.weights()[i].numel();
     for (DType t : {DType::kF32, DType::kF16, DType::kBF16})
       if (need[i][slot(t)]) {
         total += aligned_bytes(n * elem_size(t));
@@ -147,26 +159,26 @@ void CudaExecutor::upload_weights(plan::Plan& plan) {
   std::size_t offset = 0;
   for (std::size_t i = 0; i < count; ++i) {
     plan::WeightDesc& w = plan.weights()[i];
-    std::size_t expected = 1;
-    for (int64_t d : w.shape) expected *= static_cast<std::size_t>(d);
-    check(w.data.size() == expected, "cuda executor: weight ", w.name,
-          " holds no data (its plan is already used by another executor?)");
+    check(w.has_values(), "cuda executor: weight ", w.name,
+          " holds no values (its plan is already used by another executor?)");
+    // One tensor in f32 on the host at a time: a bf16 checkpoint is never converted whole.
+    const std::vector<float> values = w.to_f32();
     std::array<const void*, 3> copies{nullptr, nullptr, nullptr};
     for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
       if (!need[i][slot(t)]) continue;
       std::byte* dst = weight_arena_.get() + offset;
-      offset += aligned_bytes(w.data.size() * elem_size(t));
+      offset += aligned_bytes(values.size() * elem_size(t));
       copies[slot(t)] = dst;
       // On our stream, in order (a pageable cudaMemcpy may return before its DMA completes).
       void* target = t == DType::kF32 ? static_cast<void*>(dst) : static_cast<void*>(f32_staging.get());
-      IL_CUDA_CHECK(cudaMemcpyAsync(target, w.data.data(), w.data.size() * sizeof(float), cudaMemcpyHostToDevice,
+      IL_CUDA_CHECK(cudaMemcpyAsync(target, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
                                     stream_));
-      if (t != DType::kF32) ops::convert_cuda(f32_staging.get(), DType::kF32, dst, t, w.data.size(), stream_);
+      if (t != DType::kF32) ops::convert_cuda(f32_staging.get(), DType::kF32, dst, t, values.size(), stream_);
       IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vector and the staging are reused
     }
     weights_.push_back(copies);
     weight_shapes_.push_back(w.shape);
-    std::vector<float>().swap(w.data);  // the device copies are the only ones needed from now on
+    w.release();  // the device copies are the only ones needed from now on
   }
 }
 
@@ -210,11 +222,12 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   const std::size_t tb = count_bucket(t, max_tokens_), bb = count_bucket(b, max_tokens_);
   const std::size_t types = batch.type_ids.empty() ? 0 : tb;
   const std::size_t pool_starts = batch.pool_starts.empty() ? 0 : bb;
+  const std::size_t positions = needs_positions_ ? tb : 0;
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
-  // Packed back to back — offsets, tokens, type ids, pool starts — so one small copy uploads the
-  // batch.
+  // Packed back to back — offsets, tokens, type ids, pool starts, positions — so one small copy
+  // uploads the batch.
   auto* staging = reinterpret_cast<int32_t*>(batch_staging_.get());
   std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
   std::fill(staging + b + 1, staging + bb + 1, static_cast<int32_t>(t));
@@ -230,12 +243,25 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     std::memcpy(starts, batch.pool_starts.data(), b * sizeof(int32_t));
     std::fill(starts + b, starts + bb, static_cast<int32_t>(t));  // padding sequences: empty
   }
+  int32_t* pos = starts + pool_starts;
+  if (positions > 0) {
+    if (!batch.positions.empty()) {
+      std::memcpy(pos, batch.positions.data(), t * sizeof(int32_t));
+    } else {  // each token's index in its sequence, as the CPU executor fills them
+      for (std::size_t s = 0; s < b; ++s)
+        for (int32_t i = batch.seq_starts[s]; i < batch.seq_starts[s + 1]; ++i) pos[i] = i - batch.seq_starts[s];
+    }
+    std::fill(pos + t, pos + tb, 0);  // padding tokens: in no sequence, any position will do
+  }
+  // Each array's device address follows from the bucketed counts and which arrays are present,
+  // all in the graph key (run_graph).
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
   d_starts_ = base;
   d_tokens_ = base + bb + 1;
   d_types_ = base + bb + 1 + tb;
   d_pool_starts_ = pool_starts > 0 ? base + bb + 1 + tb + types : nullptr;
-  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts) * sizeof(int32_t),
+  d_positions_ = positions > 0 ? base + bb + 1 + tb + types + pool_starts : nullptr;
+  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts + positions) * sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
   num_tokens_ = tb;
@@ -411,69 +437,98 @@ ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::G
 }
 
 ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::LayerNormStep& op) const {
-  const bool has_res = op.residual.buffer >= 0;
+  const bool has_res = op.residual.buffer >= 0, has_sum = op.sum_out.buffer >= 0;
   const DType t = type_of(op.x);
-  check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t), "layernorm ", name,
-        ": operands differ in element type");
-  return {ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr, has_res ? ld(op.residual) : 0,
-          weight(op.w, DType::kF32), weight(op.b, DType::kF32), ptr(op.out), ld(op.out), rows(op.x), op.x.cols,
-          op.eps, op.rms};
+  check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t) && (!has_sum || type_of(op.sum_out) == t),
+        "layernorm ", name, ": operands differ in element type");
+  ops::LayerNormArgs a{ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr, has_res ? ld(op.residual) : 0,
+                       weight(op.w, DType::kF32), weight(op.b, DType::kF32), ptr(op.out), ld(op.out), rows(op.x),
+                       op.x.cols, op.eps, op.rms};
+  a.sum_out = has_sum ? ptr(op.sum_out) : nullptr;
+  a.lds = has_sum ? ld(op.sum_out) : 0;
+  a.group = op.group;
+  ops::check_layernorm(a, name.c_str());
+  return a;
 }
 
+bool CudaExecutor::selected(const View& v) const {
+  return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows == Rows::kSelected;
+}
+
+// One callable per step kind (plan::Overloaded): a kind added to plan::StepOp fails to compile
+// here until it is handled.
 void CudaExecutor::execute(const plan::Step& step) {
   std::visit(
-      [&](const auto& op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, plan::EmbedStep>) {
-          const DType t = type_of(op.out);
-          ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word, t),
-                           weight(op.position, t), op.position_offset, weight(op.type, t), ptr(op.out), ld(op.out),
-                           op.out.cols},
-                          num_tokens_, stream_, t);
-        } else if constexpr (std::is_same_v<T, plan::GemmStep>) {
-          gemm_->run(gemm_args(step.name, op), stream_);
-        } else if constexpr (std::is_same_v<T, plan::LayerNormStep>) {
-          ops::layernorm_cuda(norm_args(step.name, op), stream_, type_of(op.x));
-        } else if constexpr (std::is_same_v<T, plan::AttentionStep>) {
-          const DType t = type_of(op.q);
-          check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", step.name,
-                ": operands differ in element type");
-          check(op.queries != plan::QueryRows::kLast, "attention ", step.name,
-                ": last-row queries are not on CUDA yet");
-          if (op.queries == plan::QueryRows::kFirst) {
-            ops::attention_first_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
-                                       ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim,
-                                       op.scale, op.mask, op.window},
-                                      stream_, t);
-            return;
-          }
-          if (t != DType::kF32 && ops::attention_half_supported(op.head_dim)) {
-            // The tensor-core kernel where it applies; ours (f32 math on CUDA cores) elsewhere.
-            ops::attention_half_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
-                                      ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
-                                      op.mask, op.window,
-                                      t == DType::kF16 ? ops::HalfType::kF16 : ops::HalfType::kBF16,
-                                      num_tokens_},
-                                     max_seq_len_, stream_);
-            return;
-          }
-          ops::attention_cuda({ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
-                               ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
-                               op.mask, op.window},
-                              max_seq_len_, stream_, t);
-        } else if constexpr (std::is_same_v<T, plan::PoolStep>) {
-          // First-token rows hold one row per sequence: row s is sequence s's (CLS) row.
-          const bool per_sequence = plan_.buffers().at(static_cast<std::size_t>(op.x.buffer)).rows == Rows::kSelected;
-          check(!per_sequence || op.mode == PoolingMode::kCls, "pool ", step.name,
-                ": first-token rows can only be CLS-pooled");
-          ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
-                          per_sequence ? nullptr : d_pool_starts_, per_sequence},
-                         stream_, type_of(op.x), type_of(op.out));
-        } else if constexpr (std::is_same_v<T, plan::L2Step>) {
-          ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));
-        }
+      plan::Overloaded{
+          [&](const plan::EmbedStep& op) {
+            const DType t = type_of(op.out);
+            ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word, t),
+                             weight(op.position, t), op.position_offset, weight(op.type, t), ptr(op.out), ld(op.out),
+                             op.out.cols},
+                            num_tokens_, stream_, t);
+          },
+          [&](const plan::GemmStep& op) { gemm_->run(gemm_args(step.name, op), stream_); },
+          [&](const plan::LayerNormStep& op) {
+            ops::layernorm_cuda(norm_args(step.name, op), stream_, type_of(op.x));
+          },
+          [&](const plan::GluStep& op) {
+            const DType t = type_of(op.x);
+            check(type_of(op.out) == t, "glu ", step.name, ": operands differ in element type");
+            check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
+                  " columns for an output of ", op.out.cols);
+            ops::glu_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), rows(op.x), op.out.cols, op.act}, stream_, t);
+          },
+          [&](const plan::RopeStep& op) {
+            check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");
+            check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
+                  " do not fit a view of ", op.x.cols, " columns");
+            check(d_positions_ != nullptr, "rope ", step.name, ": no positions uploaded");
+            ops::rope_cuda({ptr(op.x), ld(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim,
+                            op.theta},
+                           stream_, type_of(op.x));
+          },
+          [&](const plan::AttentionStep& op) { attention(step.name, op); },
+          [&](const plan::PoolStep& op) {
+            // Selected rows hold one row per sequence: row s is sequence s's (pool_cuda takes them
+            // by CLS or last-token pooling only).
+            const bool per_sequence = selected(op.x);
+            ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
+                            per_sequence ? nullptr : d_pool_starts_, per_sequence},
+                           stream_, type_of(op.x), type_of(op.out));
+          },
+          [&](const plan::L2Step& op) {
+            ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));
+          },
       },
       step.op);
+}
+
+// Which attention kernel: one query row per sequence → the one-row kernel (f32 arithmetic in
+// every mode); f16 / bf16 → the tensor-core kernel where it supports the head size (its own
+// dispatch picks the Hopper forms where they apply); otherwise the f32-arithmetic flash kernel
+// (ops/attention_cuda.cu), in the buffers' type. Every kernel takes causal masks, windows and
+// GQA; the head-size limits are checked by attention_half_supported and the launchers.
+void CudaExecutor::attention(const std::string& name, const plan::AttentionStep& op) {
+  const DType t = type_of(op.q);
+  check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", name,
+        ": operands differ in element type");
+  const ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
+                                ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
+                                op.mask, op.window};
+  switch (op.queries) {
+    case plan::QueryRows::kFirst: return ops::attention_first_cuda(args, stream_, t);
+    case plan::QueryRows::kLast: return ops::attention_last_cuda(args, stream_, t);
+    case plan::QueryRows::kAll: break;
+  }
+  if (t != DType::kF32 && ops::attention_half_supported(op.head_dim)) {
+    ops::attention_half_cuda({args.q, args.ldq, args.k, args.ldk, args.v, args.ldv, args.out, args.ldo,
+                              args.seq_starts, args.num_seqs, args.heads, args.kv_heads, args.head_dim, args.scale,
+                              args.mask, args.window, t == DType::kF16 ? ops::HalfType::kF16 : ops::HalfType::kBF16,
+                              num_tokens_},
+                             max_seq_len_, stream_);
+    return;
+  }
+  ops::attention_cuda(args, max_seq_len_, stream_, t);
 }
 
 void CudaExecutor::read(const View& view, float* dst) {
@@ -486,15 +541,23 @@ void CudaExecutor::read(const View& view, float* dst) {
   }
   if (n == 0 || view.cols == 0) return;
   IL_CUDA_CHECK(cudaSetDevice(device_));
-  const DType t = type_of(view);
-  const std::size_t size = elem_size(t);
+  const plan::BufferDesc& desc = plan_.buffers().at(static_cast<std::size_t>(view.buffer));
+  const bool ints = desc.elem == plan::Elem::kI32;
+  const DType t = ints ? DType::kF32 : type_of(view);  // int32 rows: 4-byte elements, converted below
+  const std::size_t size = elem_bytes(desc);
   const std::size_t bytes = n * view.cols * size;
   // Grows to the largest read once (a T × hidden readback at most); later reads reuse it.
   if (read_staging_.bytes() < bytes) read_staging_ = PinnedMemory(bytes);
-  IL_CUDA_CHECK(cudaMemcpy2DAsync(read_staging_.get(), view.cols * size, ptr(view), ld(view) * size,
-                                  view.cols * size, n, cudaMemcpyDeviceToHost, stream_));
+  const std::byte* src = buffers_.at(static_cast<std::size_t>(view.buffer)) + view.col * size;
+  IL_CUDA_CHECK(cudaMemcpy2DAsync(read_staging_.get(), view.cols * size, src, ld(view) * size, view.cols * size, n,
+                                  cudaMemcpyDeviceToHost, stream_));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
   const std::size_t count = n * view.cols;
+  if (ints) {
+    const auto* v = reinterpret_cast<const int32_t*>(read_staging_.get());
+    for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(v[i]);
+    return;
+  }
   const auto* half = reinterpret_cast<const uint16_t*>(read_staging_.get());
   switch (t) {
     case DType::kF32: std::memcpy(dst, read_staging_.get(), bytes); return;

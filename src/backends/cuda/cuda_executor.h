@@ -3,10 +3,11 @@
 // scratch is sized once for max_tokens; batches go up and results come back through pinned host
 // buffers. run() enqueues only: no allocation, no synchronisation (read() synchronises).
 //
-// Precision: in f32 mode everything is f32 (the parity class). In f16 / bf16 mode the token-row
-// buffers (the activations between ops) are stored in that type and the GEMMs run on tensor
-// cores with f32 accumulation; the sequence-row buffers (pooled vectors, the heads' small GEMMs,
-// scores) stay f32, so the outputs read back are f32 and the heads add no rounding.
+// Precision: in f32 mode everything is f32 (the parity class). In f16 / bf16 mode the activation
+// buffers (plan::Elem::kActivation: token and selected rows, the values between ops) are stored in
+// that type and the GEMMs run on tensor cores with f32 accumulation; kF32 buffers (by default
+// the sequence rows: pooled vectors, the heads' small GEMMs, scores) stay f32, so the outputs
+// read back are f32 and the heads add no rounding. kI32 buffers hold 32-bit integers.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -61,7 +62,10 @@ class CudaExecutor final : public plan::Executor {
   void execute_all(const std::vector<plan::Step>& steps);
   ops::GemmCudaArgs gemm_args(const std::string& name, const plan::GemmStep& op) const;
   ops::LayerNormArgs norm_args(const std::string& name, const plan::LayerNormStep& op) const;
-  DType type_of(const plan::View& v) const;  // the element type of the view's buffer
+  void attention(const std::string& name, const plan::AttentionStep& op);
+  DType type_of(const plan::View& v) const;  // the element type of the view's buffer (not kI32)
+  std::size_t elem_bytes(const plan::BufferDesc& b) const;
+  bool selected(const plan::View& v) const;  // kSelected rows
   float* ptr(const plan::View& v) const;     // typed by type_of (a half array behind float*)
   std::size_t ld(const plan::View& v) const;
   std::size_t rows(const plan::View& v) const;
@@ -86,6 +90,8 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_types_ = nullptr;
   int32_t* d_starts_ = nullptr;
   int32_t* d_pool_starts_ = nullptr;  // null when the batch pools every token
+  int32_t* d_positions_ = nullptr;    // null unless a step reads positions (needs_positions_)
+  bool needs_positions_ = false;
   PinnedMemory batch_staging_, read_staging_;
 
   // The launched shape is the batch rounded up to buckets (backends/cuda/batch_buckets.h);
