@@ -23,8 +23,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/env.h"
 #include "core/error.h"
+#include "ops/attention_dispatch_cuda.h"
 #include "ops/attention_half_cuda.h"
 #include "ops/attention_mask_cuda.cuh"
 #include "ops/attention_tile_cuda.cuh"
@@ -494,16 +494,16 @@ void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_l
   check(a.heads <= 65535 && a.num_seqs < (1u << 31) && (max_seq_len + 63) / 64 <= 65535,
         "attention (half): batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
-  // The Hopper kernels where they apply (IL_ATTENTION_WGMMA=0 leaves both out of kAuto,
-  // IL_ATTENTION_TMA=0 the TMA-fed one).
-  static const bool wgmma_allowed = env::on_unless_zero("IL_ATTENTION_WGMMA");
-  static const bool tma_allowed = env::on_unless_zero("IL_ATTENTION_TMA");
+  // kAuto: the Hopper kernels where the attention dispatch would take them (its supports() and
+  // switches, ops/attention_dispatch_cuda.h), else the mma.sync kernel below.
   const bool forced_mma_sync = tuning.kernel == HalfAttentionKernel::kMmaSync || tuning.m_tiles != 0 ||
                                tuning.stages != 0 || tuning.pair_exp || tuning.seq_major_grid;
-  const bool automatic = tuning.kernel == HalfAttentionKernel::kAuto && !forced_mma_sync && wgmma_allowed;
-  if (tuning.kernel == HalfAttentionKernel::kTma || (automatic && tma_allowed && attention_tma_applies(a)))
+  const bool automatic = tuning.kernel == HalfAttentionKernel::kAuto && !forced_mma_sync;
+  const AttentionKernel choice =
+      automatic ? choose_attention_kernel(attention_args_from_half(a, max_seq_len)) : AttentionKernel::kMmaSync;
+  if (tuning.kernel == HalfAttentionKernel::kTma || choice == AttentionKernel::kTma)
     return attention_tma_cuda(a, max_seq_len, stream);
-  if (tuning.kernel == HalfAttentionKernel::kWgmma || (automatic && attention_wgmma_applies(a)))
+  if (tuning.kernel == HalfAttentionKernel::kWgmma || choice == AttentionKernel::kWgmma)
     return attention_wgmma_cuda(a, max_seq_len, stream);
   // A window reaching past the longest sequence masks nothing: dropping it keeps the int index
   // arithmetic (i + half_window + 1) far from overflow.
