@@ -1,7 +1,10 @@
+// CudaExecutor, memory and batches: construction (weights placed, scratch and batch staging
+// allocated), set_batch (the batch's ids up in one copy, bucketed shapes), views to device
+// pointers, and read(). Running programs and CUDA graphs: cuda_graphs.cc; one step to its
+// launches: cuda_dispatch.cc.
 #include "backends/cuda/cuda_executor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,11 +12,9 @@
 #include "backends/cuda/batch_buckets.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "ops/attention_half_cuda.h"
 #include "ops/check_cuda.h"
 #include "ops/ops_cuda.h"
 #include "plan/operands.h"
-#include "plan/overloaded.h"
 
 namespace il::cuda {
 
@@ -289,6 +290,10 @@ std::size_t CudaExecutor::rows(const View& v) const {
   return 0;
 }
 
+bool CudaExecutor::selected(const View& v) const {
+  return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows == Rows::kSelected;
+}
+
 const float* CudaExecutor::weight(plan::WeightId id, DType t) const {
   if (id == plan::kNoWeight) return nullptr;
   const void* p = weights_.at(static_cast<std::size_t>(id))[slot(t)];
@@ -297,238 +302,9 @@ const float* CudaExecutor::weight(plan::WeightId id, DType t) const {
   return static_cast<const float*>(p);
 }
 
-void CudaExecutor::execute_all(const std::vector<plan::Step>& steps) {
-  for (const plan::Step& step : steps) execute(step);
-}
-
-void CudaExecutor::run(const std::string& program) {
-  check(num_seqs_ > 0, "cuda executor: run before set_batch");
-  IL_CUDA_CHECK(cudaSetDevice(device_));
-  const auto& steps = plan_.program(program);
-  if (!profiling_) {
-    if (graphs_enabled_) return run_graph(program, steps);
-    execute_all(steps);
-    return;
-  }
-  while (events_.size() < steps.size()) {
-    cudaEvent_t a = nullptr, b = nullptr;
-    IL_CUDA_CHECK(cudaEventCreate(&a));
-    IL_CUDA_CHECK(cudaEventCreate(&b));
-    events_.emplace_back(a, b);
-  }
-  // The device waits until the host has enqueued every step (about 30 µs each is ample), so
-  // each event pair times the step's kernels and not the host's launch calls between them.
-  ops::hold_stream_cuda(std::min(50000.0, 30.0 * static_cast<double>(steps.size())), stream_);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    IL_CUDA_CHECK(cudaEventRecord(events_[i].first, stream_));
-    execute(steps[i]);
-    IL_CUDA_CHECK(cudaEventRecord(events_[i].second, stream_));
-  }
-  // Already past the first step: the hold ended before the enqueue did, so later steps may
-  // include launch gaps; the report says so. (A program's first run is not counted: it tunes
-  // the GEMMs, synchronising as it goes.)
-  const cudaError_t first = cudaEventQuery(events_.front().first);
-  if (first != cudaSuccess && first != cudaErrorNotReady) IL_CUDA_CHECK(first);
-  if (first == cudaSuccess && profiled_.count(program) > 0) ++host_bound_runs_;
-  record_profile(program);
-}
-
-// Replay through CUDA graphs (IL_CUDA_GRAPHS=0 turns them off). A graph pays where the host's
-// launches, not the kernels, set the pace: a short batch of ~90 small kernels. A large batch
-// keeps the device busy while the host enqueues, so a graph would only hold host memory (the
-// driver's copy of every node). So a bucketed batch shape runs eagerly twice: the first run
-// picks the cuBLASLt algorithms and loads the kernels, the second is timed, host enqueue against
-// device time. A shape whose enqueue took under half its device time stays eager; the others are
-// captured on their third run and replayed from then on. IL_CUDA_GRAPHS=always captures every
-// shape on its second run.
-//
-// Every host value a launch depends on is in the key (the bucketed counts); the batch arrays sit
-// at the same device addresses for the same bucketed counts, and their contents are uploaded
-// before the launch on the same stream. Eager runs launch the same bucketed shapes, so a replay
-// gives the eager run's bits.
-void CudaExecutor::run_graph(const std::string& program, const std::vector<plan::Step>& steps) {
-  const GraphKey key{program, num_tokens_, num_seqs_, max_seq_len_, has_types_, d_pool_starts_ != nullptr};
-  auto it = graphs_.find(key);
-  if (it == graphs_.end()) {
-    if (graphs_.size() >= kMaxShapes) return execute_all(steps);  // too many shapes: stay eager
-    it = graphs_.emplace(key, ShapeRecord{}).first;
-  }
-  ShapeRecord& shape = it->second;
-  if (shape.exec != nullptr) {
-    IL_CUDA_CHECK(cudaGraphLaunch(shape.exec, stream_));
-    return;
-  }
-  if (shape.eager_only) return execute_all(steps);
-  if (shape.eager_runs < (graphs_always_ ? 1 : 2)) {
-    // The first run picks algorithms and loads kernels; the second (unless `always`) is timed.
-    if (++shape.eager_runs == 1 || graphs_always_) return execute_all(steps);
-    IL_CUDA_CHECK(cudaEventRecord(shape_start_, stream_));
-    const auto t0 = std::chrono::steady_clock::now();
-    execute_all(steps);
-    const double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    IL_CUDA_CHECK(cudaEventRecord(shape_end_, stream_));
-    IL_CUDA_CHECK(cudaEventSynchronize(shape_end_));  // once per shape; the caller's read waits anyway
-    float device_ms = 0.0f;
-    IL_CUDA_CHECK(cudaEventElapsedTime(&device_ms, shape_start_, shape_end_));
-    shape.eager_only = host_ms < 0.5 * static_cast<double>(device_ms);
-    return;
-  }
-  if (captured_graphs_ >= kMaxGraphs) {
-    shape.eager_only = true;
-    return execute_all(steps);
-  }
-  cudaGraph_t graph = nullptr;
-  // Relaxed: the launches set function attributes, which the stricter modes may refuse.
-  IL_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-  try {
-    execute_all(steps);
-  } catch (...) {
-    cudaStreamEndCapture(stream_, &graph);
-    if (graph) cudaGraphDestroy(graph);
-    throw;
-  }
-  IL_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  IL_CUDA_CHECK(e);
-  shape.exec = exec;
-  ++captured_graphs_;
-  IL_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
-}
-
-void CudaExecutor::record_profile(const std::string& program) {
-  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  // A program's first run pays one-time costs (module loading, GEMM algorithm tuning): not counted.
-  if (profiled_.insert(program).second) return;
-  const auto& steps = plan_.program(program);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    float ms = 0.0f;
-    IL_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].first, events_[i].second));
-    profile_.add(steps[i].name, plan::op_name(steps[i].op), ms);
-  }
-}
-
-std::string CudaExecutor::profile_report() const {
-  std::string title = "profile (" + backend_name() + " " + compute_dtype() +
-                      ", device time per step, first run of each program not counted)";
-  std::string report = profile_.report(title, 16);
-  if (host_bound_runs_ > 0) {
-    const std::size_t line_end = report.find('\n') + 1;
-    report.insert(line_end, "  (" + std::to_string(host_bound_runs_) +
-                                " run(s) enqueued slower than the device ran: their figures include launch gaps)\n");
-  }
-  return report;
-}
-
 std::optional<double> CudaExecutor::energy_joules() {
   if (!energy_meter_) energy_meter_ = std::make_unique<EnergyMeter>(device_);
   return energy_meter_->joules();
-}
-
-ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::GemmStep& op) const {
-  const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
-  const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));
-  check(op.x.cols == k && op.y.cols == n, "gemm ", name, ": views ", op.x.cols, " → ", op.y.cols,
-        " do not match the weight [", n, ", ", k, "]");
-  const DType t = type_of(op.x);
-  check(type_of(op.y) == t, "gemm ", name, ": input and output rows differ in kind");
-  return {ptr(op.x), ld(op.x), weight(op.w, t), n, k, weight(op.bias, t), ptr(op.y), ld(op.y), rows(op.x), op.act, t};
-}
-
-ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::LayerNormStep& op) const {
-  const bool has_res = op.residual.buffer >= 0, has_sum = op.sum_out.buffer >= 0;
-  const DType t = type_of(op.x);
-  check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t) && (!has_sum || type_of(op.sum_out) == t),
-        "layernorm ", name, ": operands differ in element type");
-  ops::LayerNormArgs a{ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr, has_res ? ld(op.residual) : 0,
-                       weight(op.w, DType::kF32), weight(op.b, DType::kF32), ptr(op.out), ld(op.out), rows(op.x),
-                       op.x.cols, op.eps, op.rms};
-  a.sum_out = has_sum ? ptr(op.sum_out) : nullptr;
-  a.lds = has_sum ? ld(op.sum_out) : 0;
-  a.group = op.group;
-  ops::check_layernorm(a, name.c_str());
-  return a;
-}
-
-bool CudaExecutor::selected(const View& v) const {
-  return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows == Rows::kSelected;
-}
-
-// One callable per step kind (plan::Overloaded): a kind added to plan::StepOp fails to compile
-// here until it is handled.
-void CudaExecutor::execute(const plan::Step& step) {
-  std::visit(
-      plan::Overloaded{
-          [&](const plan::EmbedStep& op) {
-            const DType t = type_of(op.out);
-            ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word, t),
-                             weight(op.position, t), op.position_offset, weight(op.type, t), ptr(op.out), ld(op.out),
-                             op.out.cols},
-                            num_tokens_, stream_, t);
-          },
-          [&](const plan::GemmStep& op) { gemm_->run(gemm_args(step.name, op), stream_); },
-          [&](const plan::LayerNormStep& op) {
-            ops::layernorm_cuda(norm_args(step.name, op), stream_, type_of(op.x));
-          },
-          [&](const plan::GluStep& op) {
-            const DType t = type_of(op.x);
-            check(type_of(op.out) == t, "glu ", step.name, ": operands differ in element type");
-            check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
-                  " columns for an output of ", op.out.cols);
-            ops::glu_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), rows(op.x), op.out.cols, op.act}, stream_, t);
-          },
-          [&](const plan::RopeStep& op) {
-            check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");
-            check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
-                  " do not fit a view of ", op.x.cols, " columns");
-            check(d_positions_ != nullptr, "rope ", step.name, ": no positions uploaded");
-            ops::rope_cuda({ptr(op.x), ld(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim,
-                            op.theta},
-                           stream_, type_of(op.x));
-          },
-          [&](const plan::AttentionStep& op) { attention(step.name, op); },
-          [&](const plan::PoolStep& op) {
-            // Selected rows hold one row per sequence: row s is sequence s's (pool_cuda takes them
-            // by CLS or last-token pooling only).
-            const bool per_sequence = selected(op.x);
-            ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
-                            per_sequence ? nullptr : d_pool_starts_, per_sequence},
-                           stream_, type_of(op.x), type_of(op.out));
-          },
-          [&](const plan::L2Step& op) {
-            ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));
-          },
-      },
-      step.op);
-}
-
-// Which attention kernel: one query row per sequence → the one-row kernel (f32 arithmetic in
-// every mode); f16 / bf16 → the tensor-core kernel where it supports the head size (its own
-// dispatch picks the Hopper forms where they apply); otherwise the f32-arithmetic flash kernel
-// (ops/attention_cuda.cu), in the buffers' type. Every kernel takes causal masks, windows and
-// GQA; the head-size limits are checked by attention_half_supported and the launchers.
-void CudaExecutor::attention(const std::string& name, const plan::AttentionStep& op) {
-  const DType t = type_of(op.q);
-  check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", name,
-        ": operands differ in element type");
-  const ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v), ptr(op.out),
-                                ld(op.out), d_starts_, num_seqs_, op.heads, op.kv_heads, op.head_dim, op.scale,
-                                op.mask, op.window};
-  switch (op.queries) {
-    case plan::QueryRows::kFirst: return ops::attention_first_cuda(args, stream_, t);
-    case plan::QueryRows::kLast: return ops::attention_last_cuda(args, stream_, t);
-    case plan::QueryRows::kAll: break;
-  }
-  if (t != DType::kF32 && ops::attention_half_supported(op.head_dim)) {
-    ops::attention_half_cuda({args.q, args.ldq, args.k, args.ldk, args.v, args.ldv, args.out, args.ldo,
-                              args.seq_starts, args.num_seqs, args.heads, args.kv_heads, args.head_dim, args.scale,
-                              args.mask, args.window, t == DType::kF16 ? ops::HalfType::kF16 : ops::HalfType::kBF16,
-                              num_tokens_},
-                             max_seq_len_, stream_);
-    return;
-  }
-  ops::attention_cuda(args, max_seq_len_, stream_, t);
 }
 
 void CudaExecutor::read(const View& view, float* dst) {

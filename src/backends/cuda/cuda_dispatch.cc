@@ -1,0 +1,124 @@
+// CudaExecutor, dispatch: each step kind to its launches (one callable per kind, through
+// plan::Overloaded), with the argument structs built from the step's views.
+#include <string>
+
+#include "backends/cuda/cuda_executor.h"
+#include "core/error.h"
+#include "ops/attention_dispatch_cuda.h"
+#include "ops/ops_cuda.h"
+#include "plan/overloaded.h"
+
+namespace il::cuda {
+
+using plan::View;
+
+ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::GemmStep& op) const {
+  const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
+  const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));
+  check(op.x.cols == k && op.y.cols == n, "gemm ", name, ": views ", op.x.cols, " → ", op.y.cols,
+        " do not match the weight [", n, ", ", k, "]");
+  const DType t = type_of(op.x);
+  check(type_of(op.y) == t, "gemm ", name, ": input and output rows differ in kind");
+  return {ptr(op.x), ld(op.x), weight(op.w, t), n, k, weight(op.bias, t), ptr(op.y), ld(op.y), rows(op.x), op.act, t};
+}
+
+ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::LayerNormStep& op) const {
+  const bool has_res = op.residual.buffer >= 0, has_sum = op.sum_out.buffer >= 0;
+  const DType t = type_of(op.x);
+  check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t) && (!has_sum || type_of(op.sum_out) == t),
+        "layernorm ", name, ": operands differ in element type");
+  ops::LayerNormArgs a{ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr, has_res ? ld(op.residual) : 0,
+                       weight(op.w, DType::kF32), weight(op.b, DType::kF32), ptr(op.out), ld(op.out), rows(op.x),
+                       op.x.cols, op.eps, op.rms};
+  a.sum_out = has_sum ? ptr(op.sum_out) : nullptr;
+  a.lds = has_sum ? ld(op.sum_out) : 0;
+  a.group = op.group;
+  ops::check_layernorm(a, name.c_str());
+  return a;
+}
+
+// One callable per step kind (plan::Overloaded): a kind added to plan::StepOp fails to compile
+// here until it is handled.
+void CudaExecutor::execute(const plan::Step& step) {
+  std::visit(
+      plan::Overloaded{
+          [&](const plan::EmbedStep& op) {
+            const DType t = type_of(op.out);
+            ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word, t),
+                             weight(op.position, t), op.position_offset, weight(op.type, t), ptr(op.out), ld(op.out),
+                             op.out.cols},
+                            num_tokens_, stream_, t);
+          },
+          [&](const plan::GemmStep& op) { gemm_->run(gemm_args(step.name, op), stream_); },
+          [&](const plan::LayerNormStep& op) {
+            ops::layernorm_cuda(norm_args(step.name, op), stream_, type_of(op.x));
+          },
+          [&](const plan::GluStep& op) {
+            const DType t = type_of(op.x);
+            check(type_of(op.out) == t, "glu ", step.name, ": operands differ in element type");
+            check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
+                  " columns for an output of ", op.out.cols);
+            ops::glu_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), rows(op.x), op.out.cols, op.act}, stream_, t);
+          },
+          [&](const plan::RopeStep& op) {
+            check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");
+            check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
+                  " do not fit a view of ", op.x.cols, " columns");
+            check(d_positions_ != nullptr, "rope ", step.name, ": no positions uploaded");
+            ops::rope_cuda({ptr(op.x), ld(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim,
+                            op.theta},
+                           stream_, type_of(op.x));
+          },
+          [&](const plan::AttentionStep& op) { attention(step.name, op); },
+          [&](const plan::PoolStep& op) {
+            // Selected rows hold one row per sequence: row s is sequence s's (pool_cuda takes them
+            // by CLS or last-token pooling only).
+            const bool per_sequence = selected(op.x);
+            ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
+                            per_sequence ? nullptr : d_pool_starts_, per_sequence},
+                           stream_, type_of(op.x), type_of(op.out));
+          },
+          [&](const plan::L2Step& op) {
+            ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));
+          },
+      },
+      step.op);
+}
+
+// The attention's kernel is chosen in one place, ops::attention_dispatch_cuda (the order and each
+// kernel's supports() are in ops/attention_dispatch_cuda.h): one query row per sequence → the
+// one-row kernel; f16 / bf16 → the tensor-core kernels where they support the case; otherwise the
+// f32-arithmetic flash kernel in the buffers' type.
+void CudaExecutor::attention(const std::string& name, const plan::AttentionStep& op) {
+  const DType t = type_of(op.q);
+  check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", name,
+        ": operands differ in element type");
+  ops::AttentionCudaArgs a;
+  a.q = ptr(op.q);
+  a.ldq = ld(op.q);
+  a.k = ptr(op.k);
+  a.ldk = ld(op.k);
+  a.v = ptr(op.v);
+  a.ldv = ld(op.v);
+  a.out = ptr(op.out);
+  a.ldo = ld(op.out);
+  a.seq_starts = d_starts_;
+  a.num_seqs = num_seqs_;
+  a.heads = op.heads;
+  a.kv_heads = op.kv_heads;
+  a.head_dim = op.head_dim;
+  a.scale = op.scale;
+  a.mask = op.mask;
+  a.window = op.window;
+  a.type = t;
+  switch (op.queries) {
+    case plan::QueryRows::kAll: a.queries = ops::AttentionQueries::kAll; break;
+    case plan::QueryRows::kFirst: a.queries = ops::AttentionQueries::kFirst; break;
+    case plan::QueryRows::kLast: a.queries = ops::AttentionQueries::kLast; break;
+  }
+  a.max_seq_len = max_seq_len_;
+  a.rows = num_tokens_;  // q, k and v are token rows of the scratch: readable up to the bucketed count
+  ops::attention_dispatch_cuda(a, stream_);
+}
+
+}  // namespace il::cuda
