@@ -9,6 +9,7 @@
 //        [--concurrency 32] [--mix short] [--markdown] [-- extra serve options...]
 //   node bench/load_test.mjs --config bench/configs/bge-base.json --tokenizer tests/fixtures/bert-mean ...
 //        (random weights of a real model's shape: `serve --config`)
+//   ... [--metrics-out FILE]: the server's /metrics text at the end of the run, written to FILE
 //   ... [--idle N] [--slow N]: during the run, also hold N connections that never send anything
 //        and N that send a request head one byte every 500 ms (both reopened whenever the server
 //        closes them), to show that they do not slow the others down (raise `ulimit -n` first).
@@ -19,12 +20,12 @@
 // nor a deliberate 429.
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 
 function parseArgs(argv) {
   const o = { bin: 'build/inferencelayer', model: '', config: '', tokenizer: '', seconds: 20, concurrency: 32, mix: 'mixed',
-              warmup: 200, markdown: false, extra: [], idle: 0, slow: 0 };
+              warmup: 200, markdown: false, extra: [], idle: 0, slow: 0, metricsOut: '' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') { o.extra = argv.slice(i + 1); break; }
@@ -41,6 +42,7 @@ function parseArgs(argv) {
     else if (a === '--warmup') o.warmup = Number(v);
     else if (a === '--idle') o.idle = Number(v);
     else if (a === '--slow') o.slow = Number(v);
+    else if (a === '--metrics-out') o.metricsOut = v;
     else throw new Error(`unknown option ${a}`);
   }
   if (!o.model === !o.config) throw new Error('give --model DIR or --config FILE (with --tokenizer DIR)');
@@ -149,6 +151,17 @@ function cudaGraphs(port) {
         resolve(m ? Number(m[1]) : null);
       });
     }).on('error', () => resolve(null));
+  });
+}
+
+// The whole /metrics text ('' when it cannot be read).
+function metricsText(port) {
+  return new Promise((resolve) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
+      let b = '';
+      res.on('data', (d) => (b += d));
+      res.on('end', () => resolve(b));
+    }).on('error', () => resolve(''));
   });
 }
 
@@ -262,6 +275,8 @@ async function run(o) {
   clearInterval(sampler);
   await Promise.all(graphQueries);
   const rssAfter = rssKiB(child.pid);
+  // The server's own view of the run (batch sizes, queue and inference times), for where time goes.
+  if (o.metricsOut) writeFileSync(o.metricsOut, await metricsText(port));
   agent.destroy();
   child.kill('SIGTERM');
   const exitCode = await new Promise((resolve) => child.on('exit', (code) => resolve(code)));
