@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it: dependencies, a Release build of everything (with the CUDA
 # backend for sm_90 when a CUDA compiler is installed, so CI compiles it even without a GPU), every
 # ctest label (the `gpu` tests report themselves skipped where no GPU is present), then the CPU
-# unit / io / oracle tests again under AddressSanitizer + UBSan.
+# unit / io / oracle tests again under AddressSanitizer + UBSan, then a short libFuzzer campaign of
+# every target in fuzz/ (their regression inputs first; any finding fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -31,3 +32,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIL_CUDA=OF
 ninja -C build-asan ops_tests core_tests io_tests oracle_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L 'unit|oracle' --output-on-failure -j "$jobs"
+
+# Fuzzing: clang + ASan + UBSan in build-fuzz (3 to 4 minutes to build on 2 cores), then 30 s
+# per target (six targets: about 3 minutes).
+scripts/fuzz.sh "${IL_FUZZ_SECONDS:-30}"
