@@ -52,7 +52,7 @@ CrossEncoderHeadNames cross_encoder_head_names(const WeightSource& src, const Be
   return {"classifier.dense", "classifier.out_proj"};
 }
 
-BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg) {
+BertNames detect_bert_names(const WeightSource& src, const BertConfig& cfg) {
   (void)cfg;
   for (const char* p : {"", "bert.", "roberta."}) {
     const std::string prefix = p;
@@ -64,7 +64,7 @@ BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cf
                    "the prefixes '', 'bert.' and 'roberta.'");
 }
 
-EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
+EncoderBuffers build_bert_encoder(plan::Plan& plan, const BertConfig& cfg,
                                   const WeightSource& src, const BertNames& names) {
   const int64_t H = cfg.hidden, I = cfg.intermediate;
   const std::size_t h = static_cast<std::size_t>(H);
@@ -122,7 +122,7 @@ EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg
   return {cur, selected.at(static_cast<std::size_t>(cur))};
 }
 
-void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
+void build_cross_encoder_head(plan::Plan& plan, const BertConfig& cfg,
                               const WeightSource& src, const BertNames& names, const EncoderBuffers& encoder) {
   const int64_t H = cfg.hidden, NL = cfg.num_labels;
   const auto [dense, out] = cross_encoder_head_names(src, names);
@@ -154,9 +154,9 @@ void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
   plan.set_output("scores", plan.whole(scores));
 }
 
-std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::EncoderConfig& cfg) {
+std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const BertConfig& cfg) {
   const int64_t H = cfg.hidden, I = cfg.intermediate;
-  const bool roberta = cfg.arch == io::Arch::kXlmRoberta;
+  const bool roberta = cfg.flavor == BertFlavor::kXlmRoberta;
   const std::string p = cfg.is_cross_encoder ? (roberta ? "roberta." : "bert.") : "";
   std::map<std::string, I64> t;
   auto linear = [&](const std::string& n, int64_t out, int64_t in) {
@@ -194,16 +194,16 @@ std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::Enco
 
 namespace {
 
-std::string layout_name(const io::EncoderConfig& cfg, const BertNames& names) {
+std::string layout_name(const BertConfig& cfg, const BertNames& names) {
   if (names.layout == BertLayout::kJina) return "jina-xlm-roberta";
-  switch (cfg.arch) {
-    case io::Arch::kBert: return "bert";
-    case io::Arch::kXlmRoberta: return "xlm-roberta";
+  switch (cfg.flavor) {
+    case BertFlavor::kBert: return "bert";
+    case BertFlavor::kXlmRoberta: return "xlm-roberta";
   }
   return "?";
 }
 
-BuiltModel describe(const io::EncoderConfig& cfg) {
+BuiltModel describe(const BertConfig& cfg) {
   BuiltModel m;
   m.model_type = cfg.model_type;
   m.architecture = cfg.architectures.empty() ? cfg.model_type : cfg.architectures.front();
@@ -228,7 +228,7 @@ BuiltModel describe(const io::EncoderConfig& cfg) {
   return m;
 }
 
-void build(BuiltModel& m, const io::EncoderConfig& cfg, const WeightSource& src,
+void build(BuiltModel& m, const BertConfig& cfg, const WeightSource& src,
            const std::optional<DenseWeights>& dense) {
   const BertNames names = detect_bert_names(src, cfg);
   m.layout = layout_name(cfg, names);
@@ -244,7 +244,7 @@ void build(BuiltModel& m, const io::EncoderConfig& cfg, const WeightSource& src,
 
 BuiltModel build_bert_folder(const std::filesystem::path& dir, const nlohmann::json& config,
                              const std::string& source) {
-  const io::EncoderConfig cfg = io::parse_encoder_config(config, source);
+  const BertConfig cfg = parse_bert_config(config, source);
   const Folder f = open_folder(dir);
   BuiltModel m = describe(cfg);
   describe_folder(m, f, PoolingMode::kMean);
@@ -255,7 +255,7 @@ BuiltModel build_bert_folder(const std::filesystem::path& dir, const nlohmann::j
 }
 
 BuiltModel build_bert_random(const nlohmann::json& config, const std::string& source) {
-  const io::EncoderConfig cfg = io::parse_encoder_config(config, source);
+  const BertConfig cfg = parse_bert_config(config, source);
   BuiltModel m = describe(cfg);
   m.pooling = PoolingMode::kMean;
   m.normalize = true;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "io/hf_config.h"
+#include "models/bert_config.h"
 #include "models/model.h"
 #include "models/weight_source.h"
 #include "plan/plan.h"
@@ -25,7 +25,7 @@ struct BertNames {
 
 // Finds the tensor prefix and layout, identically for every backend. Throws listing what was
 // probed when no known layout matches.
-BertNames detect_bert_names(const WeightSource& src, const io::EncoderConfig& cfg);
+BertNames detect_bert_names(const WeightSource& src, const BertConfig& cfg);
 
 // The tensors the config checks read (models/config_check): layer `i`'s first attention weight
 // (the query, or jina's fused QKV) and its MLP's first linear weight ([intermediate, hidden]).
@@ -56,18 +56,18 @@ struct EncoderBuffers {
 // output, MLP and norms shrink from T rows to B. Its buffers reuse the storage of the token
 // buffers the full last layer would have used, so it costs no device memory; it overwrites
 // "hidden", which only "encode" fills.
-EncoderBuffers build_bert_encoder(plan::Plan& plan, const io::EncoderConfig& cfg,
+EncoderBuffers build_bert_encoder(plan::Plan& plan, const BertConfig& cfg,
                                   const WeightSource& src, const BertNames& names);
 
 // Appends program "ce_head" (CLS → dense + tanh → classifier) and output "scores"
 // ([B, num_labels]), and "ce_head_first", the same head over "encode_first"'s rows, with the
 // tensors cross_encoder_head_names finds.
-void build_cross_encoder_head(plan::Plan& plan, const io::EncoderConfig& cfg,
+void build_cross_encoder_head(plan::Plan& plan, const BertConfig& cfg,
                               const WeightSource& src, const BertNames& names,
                               const EncoderBuffers& encoder);
 
 // The tensors a standard transformers export of this config holds (for random-weight runs).
-std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const io::EncoderConfig& cfg);
+std::map<std::string, std::vector<int64_t>> bert_standard_tensors(const BertConfig& cfg);
 
 // The registry's builders (models/registry.h): a folder, or a config with random weights.
 BuiltModel build_bert_folder(const std::filesystem::path& dir, const nlohmann::json& config, const std::string& source);

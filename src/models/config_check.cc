@@ -28,7 +28,7 @@ void expect_dim(const SafeTensors& t, const std::string& tensor, int dim, long l
 
 }  // namespace
 
-void check_config_against_tensors(const io::EncoderConfig& cfg, const std::filesystem::path& config_file,
+void check_config_against_tensors(const BertConfig& cfg, const std::filesystem::path& config_file,
                                   const SafeTensors& t, const WeightSource& src, const BertNames& names) {
   const std::string& p = names.prefix;
   const std::string word = p + "embeddings.word_embeddings.weight";

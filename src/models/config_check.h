@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "io/hf_config.h"
+#include "models/bert_config.h"
 #include "io/safetensors.h"
 #include "io/st_modules.h"
 #include "models/bert.h"
@@ -17,7 +17,7 @@ namespace il::models {
 // config.json (`config_file`, already parsed into `cfg`) against the checkpoint: hidden_size,
 // vocab_size, max_position_embeddings, type_vocab_size, num_hidden_layers, intermediate_size and,
 // for a cross-encoder, num_labels.
-void check_config_against_tensors(const io::EncoderConfig& cfg, const std::filesystem::path& config_file,
+void check_config_against_tensors(const BertConfig& cfg, const std::filesystem::path& config_file,
                                   const io::SafeTensors& tensors, const WeightSource& src, const BertNames& names);
 
 // The sentence-transformers modules against the model: Pooling's word_embedding_dimension and

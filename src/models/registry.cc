@@ -12,11 +12,14 @@ namespace il::models {
 const std::vector<Architecture>& architectures() {
   static const std::vector<Architecture> table = {
       {"bert", {"bert", "roberta", "xlm-roberta"},
-       "embeddings, hidden states, sequence classification (cross-encoders)", build_bert_folder, build_bert_random},
+       "embeddings, hidden states, sequence classification (cross-encoders)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_bert_config(j, s); }, build_bert_folder,
+       build_bert_random},
       {"qwen3", {"qwen3"},
        "Qwen3-Embedding (embeddings, hidden states), Qwen3-Reranker (Qwen3ForCausalLM scored by its yes / no "
        "logits)",
-       build_qwen3_folder, build_qwen3_random},
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_qwen3_config(j, s); }, build_qwen3_folder,
+       build_qwen3_random},
   };
   return table;
 }

@@ -20,6 +20,8 @@ struct Architecture {
   std::vector<std::string> model_types;  // config.json "model_type" values
   std::string serves;                    // what it serves, for the refusal of an unknown type
   // `config` is config.json, already parsed; `source` names it in messages.
+  // Checks the config alone (what a folder's builder parses first), throwing il::Error.
+  void (*check_config)(const nlohmann::json& config, const std::string& source);
   BuiltModel (*from_folder)(const std::filesystem::path& dir, const nlohmann::json& config, const std::string& source);
   BuiltModel (*random)(const nlohmann::json& config, const std::string& source);
 };

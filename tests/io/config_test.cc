@@ -7,10 +7,16 @@
 
 #include "core/error.h"
 #include "io/hf_config.h"
+#include "models/bert_config.h"
 #include "io_test_util.h"
 
 namespace il::io {
 namespace {
+
+using models::BertConfig;
+using models::BertFlavor;
+using models::load_bert_config;
+using models::parse_bert_config;
 
 using nlohmann::json;
 using test::error_of;
@@ -44,14 +50,14 @@ json xlmr_reranker() {
 
 
 void expect_refused(const json& j, const std::vector<std::string>& parts) {
-  const std::string msg = error_of([&] { parse_encoder_config(j, "my/config.json"); });
+  const std::string msg = error_of([&] { parse_bert_config(j, "my/config.json"); });
   EXPECT_NE(msg.find("my/config.json"), std::string::npos) << msg;
   for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
 }
 
 TEST(HfConfig, Bert) {
-  const EncoderConfig c = parse_encoder_config(bert_base(), "config.json");
-  EXPECT_EQ(c.arch, Arch::kBert);
+  const BertConfig c = parse_bert_config(bert_base(), "config.json");
+  EXPECT_EQ(c.flavor, BertFlavor::kBert);
   EXPECT_EQ(c.model_type, "bert");
   EXPECT_EQ(c.architectures, std::vector<std::string>{"BertForMaskedLM"});
   EXPECT_EQ(c.hidden, 768);
@@ -73,8 +79,8 @@ TEST(HfConfig, Bert) {
 }
 
 TEST(HfConfig, XlmRobertaCrossEncoder) {
-  const EncoderConfig c = parse_encoder_config(xlmr_reranker(), "config.json");
-  EXPECT_EQ(c.arch, Arch::kXlmRoberta);
+  const BertConfig c = parse_bert_config(xlmr_reranker(), "config.json");
+  EXPECT_EQ(c.flavor, BertFlavor::kXlmRoberta);
   EXPECT_EQ(c.pad_token_id, 1);
   EXPECT_EQ(c.position_offset, 2);
   EXPECT_EQ(c.max_tokens_per_sequence(), 8192);
@@ -90,8 +96,8 @@ TEST(HfConfig, RobertaDefaultsAndLabels) {
   j["model_type"] = "roberta";
   j["architectures"] = {"RobertaModel"};
   for (const char* k : {"pad_token_id", "type_vocab_size", "layer_norm_eps", "hidden_act", "id2label"}) j.erase(k);
-  EncoderConfig c = parse_encoder_config(j, "config.json");
-  EXPECT_EQ(c.arch, Arch::kXlmRoberta);
+  BertConfig c = parse_bert_config(j, "config.json");
+  EXPECT_EQ(c.flavor, BertFlavor::kXlmRoberta);
   EXPECT_EQ(c.pad_token_id, 1);
   EXPECT_EQ(c.position_offset, 2);
   EXPECT_EQ(c.type_vocab, 1);
@@ -102,20 +108,20 @@ TEST(HfConfig, RobertaDefaultsAndLabels) {
 
   j["architectures"] = {"RobertaForSequenceClassification"};
   j["id2label"] = {{"0", "neg"}, {"1", "pos"}};
-  c = parse_encoder_config(j, "config.json");
+  c = parse_bert_config(j, "config.json");
   EXPECT_TRUE(c.is_cross_encoder);
   EXPECT_EQ(c.num_labels, 2);
   j["num_labels"] = 3;  // an explicit num_labels wins
-  EXPECT_EQ(parse_encoder_config(j, "config.json").num_labels, 3);
+  EXPECT_EQ(parse_bert_config(j, "config.json").num_labels, 3);
 
   j["pad_token_id"] = 0;
   j["max_position_embeddings"] = 130;
-  c = parse_encoder_config(j, "config.json");
+  c = parse_bert_config(j, "config.json");
   EXPECT_EQ(c.position_offset, 1);
   EXPECT_EQ(c.max_tokens_per_sequence(), 129);
 
   j["inferencelayer_random_weights"] = true;
-  EXPECT_TRUE(parse_encoder_config(j, "config.json").random_weights);
+  EXPECT_TRUE(parse_bert_config(j, "config.json").random_weights);
 }
 
 TEST(HfConfig, Refusals) {
@@ -182,14 +188,14 @@ TEST(HfConfig, Refusals) {
 TEST(HfConfig, Id2Label) {
   json j = xlmr_reranker();
   j["id2label"] = {{"0", "contradiction"}, {"1", "entailment"}, {"2", "neutral"}};
-  EncoderConfig c = parse_encoder_config(j, "config.json");
+  BertConfig c = parse_bert_config(j, "config.json");
   EXPECT_EQ(c.num_labels, 3);
   const std::map<int, std::string> want{{0, "contradiction"}, {1, "entailment"}, {2, "neutral"}};
   EXPECT_EQ(c.id2label, want);
 
   // num_labels wins over the size of id2label; the outputs it does not name stay unnamed here.
   j["num_labels"] = 4;
-  c = parse_encoder_config(j, "config.json");
+  c = parse_bert_config(j, "config.json");
   EXPECT_EQ(c.num_labels, 4);
   EXPECT_EQ(c.id2label, want);
   j["num_labels"] = 2;
@@ -213,7 +219,7 @@ TEST(HfConfig, Id2Label) {
   // An embedding model's id2label does not matter to it, so it is not checked beyond its type.
   j = bert_base();
   j["id2label"] = {{"0", "a"}, {"x", 1}};
-  c = parse_encoder_config(j, "config.json");
+  c = parse_bert_config(j, "config.json");
   EXPECT_FALSE(c.is_cross_encoder);
   EXPECT_TRUE(c.id2label.empty());
 }
@@ -237,21 +243,21 @@ TEST(HfConfig, Activations) {
 
 TEST(HfConfig, LoadFromFolder) {
   TempDir dir;
-  std::string msg = error_of([&] { load_encoder_config(dir.path()); });
+  std::string msg = error_of([&] { load_bert_config(dir.path()); });
   EXPECT_NE(msg.find("config.json"), std::string::npos) << msg;
 
   write_file(dir / "config.json", "{\"model_type\": \"bert\",");
-  msg = error_of([&] { load_encoder_config(dir.path()); });
+  msg = error_of([&] { load_bert_config(dir.path()); });
   EXPECT_NE(msg.find((dir / "config.json").string()), std::string::npos) << msg;
   EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
 
   write_json(dir / "config.json", bert_base());
-  EXPECT_EQ(load_encoder_config(dir.path()).hidden, 768);
+  EXPECT_EQ(load_bert_config(dir.path()).hidden, 768);
 
   json j = bert_base();
   j.erase("vocab_size");
   write_json(dir / "config.json", j);
-  msg = error_of([&] { load_encoder_config(dir.path()); });
+  msg = error_of([&] { load_bert_config(dir.path()); });
   EXPECT_NE(msg.find((dir / "config.json").string()), std::string::npos) << msg;
   EXPECT_NE(msg.find("\"vocab_size\""), std::string::npos) << msg;
 }

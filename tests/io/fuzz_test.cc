@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "io/hf_config.h"
+#include "models/bert_config.h"
 #include "io/safetensors.h"
 #include "io/safetensors_format.h"
 #include "io/st_modules.h"
@@ -19,6 +19,11 @@
 
 namespace il::io {
 namespace {
+
+using models::BertConfig;
+using models::BertFlavor;
+using models::load_bert_config;
+using models::parse_bert_config;
 
 using nlohmann::json;
 using test::TempDir;
@@ -330,7 +335,7 @@ TEST(Fuzz, ConfigMutations) {
     "type_vocab_size": 1, "vocab_size": 1000, "inferencelayer_random_weights": true})");
   std::vector<std::string> keys = {"num_labels"};
   for (auto it = base.begin(); it != base.end(); ++it) keys.push_back(it.key());
-  auto check_config = [](const EncoderConfig& c) {
+  auto check_config = [](const BertConfig& c) {
     ASSERT_GT(c.hidden, 0);
     ASSERT_EQ(c.hidden, c.heads * c.head_dim);
     ASSERT_GT(c.max_tokens_per_sequence(), 0);
@@ -344,18 +349,18 @@ TEST(Fuzz, ConfigMutations) {
       json j = base;
       const int edits = 1 + static_cast<int>(pick(rng, 3));
       for (int e = 0; e < edits; ++e) mutate_object_field(j, keys, rng);
-      ok += accepts([&] { check_config(parse_encoder_config(j, "config.json")); });
+      ok += accepts([&] { check_config(parse_bert_config(j, "config.json")); });
     } else if (i % 10 == 1) {  // textual edits through the file reader
       std::string s = base.dump();
       const int edits = 1 + static_cast<int>(pick(rng, 3));
       for (int e = 0; e < edits; ++e) mutate_json_text(s, rng);
       write_file(dir / "config.json", s);
-      ok += accepts([&] { check_config(load_encoder_config(dir.path())); });
+      ok += accepts([&] { check_config(load_bert_config(dir.path())); });
     } else {  // textual edits, parsed here
       std::string s = base.dump();
       mutate_json_text(s, rng);
       const json j = json::parse(s, nullptr, false);
-      if (!j.is_discarded()) ok += accepts([&] { check_config(parse_encoder_config(j, "config.json")); });
+      if (!j.is_discarded()) ok += accepts([&] { check_config(parse_bert_config(j, "config.json")); });
     }
   }
   EXPECT_GT(ok, 50);

@@ -16,13 +16,18 @@
 #include <vector>
 
 #include "core/error.h"
-#include "io/hf_config.h"
+#include "models/bert_config.h"
 #include "io/safetensors.h"
 #include "io/st_modules.h"
 #include "io_test_util.h"
 
 namespace il::io {
 namespace {
+
+using models::BertConfig;
+using models::BertFlavor;
+using models::load_bert_config;
+using models::parse_bert_config;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -66,7 +71,7 @@ struct ModelFile {
 };
 
 std::vector<ModelFile> model_files() {
-  const auto config = [](const fs::path& d) { load_encoder_config(d); };
+  const auto config = [](const fs::path& d) { load_bert_config(d); };
   const auto modules = [](const fs::path& d) { load_sentence_transformer_info(d); };
   return {{"config.json", config},
           {"modules.json", modules},
@@ -138,9 +143,9 @@ TEST(HostileFiles, NestingLimitIsExactly128Levels) {
   TempDir dir;
   json config = small_bert_config();
   write_file(dir / "config.json", config.dump().insert(1, "\"extra\": " + nested_arrays(127) + ","));
-  EXPECT_EQ(load_encoder_config(dir.path()).hidden, 8);
+  EXPECT_EQ(load_bert_config(dir.path()).hidden, 8);
   write_file(dir / "config.json", config.dump().insert(1, "\"extra\": " + nested_arrays(128) + ","));
-  expect_parts(message_of([&] { load_encoder_config(dir.path()); }), {"config.json", "nested deeper than 128"});
+  expect_parts(message_of([&] { load_bert_config(dir.path()); }), {"config.json", "nested deeper than 128"});
 }
 
 // A shape of 50,000 ones is valid (one element). Messages are built from a bounded rendering of the
@@ -202,7 +207,7 @@ TEST(HostileFiles, FolderOrDeviceInPlaceOfWeightsIsRefused) {
   expect_parts(message_of([&] { SafeTensors::open(dev.path()); }),
                {"model.safetensors", "not a regular file (a character device)"});
   fs::create_symlink("/dev/zero", dev / "config.json");
-  expect_parts(message_of([&] { load_encoder_config(dev.path()); }), {"config.json", "not a regular file"});
+  expect_parts(message_of([&] { load_bert_config(dev.path()); }), {"config.json", "not a regular file"});
 }
 
 // A Hugging Face cache snapshot: every file is a symlink into blobs/. It loads as the files would.
@@ -215,7 +220,7 @@ TEST(HostileFiles, SymlinksToRegularFilesStillLoad) {
     fs::create_directories((snap / rel).parent_path());
     fs::create_symlink(src / rel, snap / rel);
   }
-  EXPECT_EQ(load_encoder_config(snap.path()).hidden, 8);
+  EXPECT_EQ(load_bert_config(snap.path()).hidden, 8);
   const auto info = load_sentence_transformer_info(snap.path());
   ASSERT_TRUE(info.dense.has_value());
   EXPECT_EQ(info.dense->out_features, 4);
@@ -224,7 +229,7 @@ TEST(HostileFiles, SymlinksToRegularFilesStillLoad) {
 
   // A dangling link is "not found", naming the link.
   fs::remove(src / "config.json");
-  expect_parts(message_of([&] { load_encoder_config(snap.path()); }), {(snap / "config.json").string(), "not found"});
+  expect_parts(message_of([&] { load_bert_config(snap.path()); }), {(snap / "config.json").string(), "not found"});
 }
 
 }  // namespace
