@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it: dependencies, a Release build of everything (with the CUDA
 # backend for sm_90 when a CUDA compiler is installed, so CI compiles it even without a GPU), every
 # ctest label (the `gpu` tests report themselves skipped where no GPU is present), then the CPU
-# unit / io / oracle tests again under AddressSanitizer + UBSan, then a short libFuzzer campaign of
-# every target in fuzz/ (their regression inputs first; any finding fails the run).
+# unit / io / oracle / HTTP-parsing tests again under AddressSanitizer + UBSan, then a short
+# libFuzzer campaign of every target in fuzz/ (their regression inputs first; any finding fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -29,7 +29,7 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # Sanitizer pass over the CPU code paths (a subset keeps CI well inside its time budget).
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIL_CUDA=OFF \
   -DIL_SANITIZE=address,undefined -DIL_BUILD_TESTS=ON >/dev/null
-ninja -C build-asan ops_tests core_tests io_tests oracle_tests
+ninja -C build-asan ops_tests core_tests io_tests oracle_tests http_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L 'unit|oracle' --output-on-failure -j "$jobs"
 
