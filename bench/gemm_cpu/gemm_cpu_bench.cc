@@ -117,12 +117,10 @@ int run(const std::vector<std::string>& shape_texts, std::size_t threads, std::s
         const Shape& sh = shapes[s];
         Slot& slot = slots[s];
         il::ops::PackedGemmArgs a;
-        a.x = slot.x.data();
-        a.ldx = sh.k + sh.pad;
+        a.x = il::ops::f32_view(slot.x.data(), sh.k + sh.pad);
         a.w = &slot.weights[l];
-        a.bias = slot.bias.data();
-        a.y = slot.y.data();
-        a.ldy = sh.n;
+        a.bias = il::ops::f32_view(slot.bias.data());
+        a.y = il::ops::f32_view(slot.y.data(), sh.n);
         a.m = sh.m;
         const auto t0 = std::chrono::steady_clock::now();
         if (kernel.empty())

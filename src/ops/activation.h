@@ -1,10 +1,12 @@
-// Scalar activations shared by the CPU ops (the CUDA kernels carry their own device copies).
+// Scalar activations shared by the CPU ops (the CUDA kernels carry their own device copies), and
+// the bias + activation epilogue of a GEMM as an op of its own.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 
 #include "inferencelayer/types.h"
+#include "ops/tensor_view.h"
 #include "ops/vec_math.h"
 
 namespace il::ops {
@@ -33,9 +35,18 @@ inline float apply_activation(Activation act, float v) {
   return v;
 }
 
-// Applies act to rows × cols values (row stride ld). The switch sits outside the loops so each
-// inner loop is one straight vectorisable pass.
-void apply_activation_rows(Activation act, float* y, std::size_t rows, std::size_t cols,
-                           std::size_t ld);
+// y[r, c] = act(y[r, c] + bias[c]) over rows × cols, in place: the GEMM epilogue (the CPU GEMM
+// applies it to each tile it finishes; on CUDA it runs where cuBLASLt's epilogue does not).
+struct BiasActivationArgs {
+  TensorView y;
+  ConstTensorView bias;  // [cols] in y's element type, or absent
+  std::size_t rows = 0, cols = 0;
+  Activation act = Activation::kNone;
+};
+
+// The checks both backends make: y present, bias of y's type, stride.
+void check_bias_activation(const BiasActivationArgs& a, const char* what = "bias_activation");
+// f32 operands only. The activation pass is one straight vectorisable loop per row.
+void bias_activation_cpu(const BiasActivationArgs& a);
 
 }  // namespace il::ops

@@ -91,52 +91,102 @@ __global__ void activation_flat_kernel(T* __restrict__ y, std::size_t total) {
   }
 }
 
-template <Activation A, typename T>
-void launch(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* bias, cudaStream_t stream) {
-  constexpr unsigned kThreads = 128;
+constexpr unsigned kThreads = 128;
+
+template <typename T>
+bool kernel_ok(BiasActivationKernel k, const BiasActivationArgs& a) {
   constexpr std::size_t V = elem::kVec<T>;
+  const std::size_t ldy = a.y.ld;
+  switch (k) {
+    case BiasActivationKernel::kFlat: {
+      const std::size_t flat_blocks = (a.rows * (a.cols / V) + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+      return !a.bias.data && ldy == a.cols && elem::vectorizable<T>(a.y.data, ldy, a.cols) &&
+             flat_blocks < (std::size_t{1} << 31);
+    }
+    case BiasActivationKernel::kVector:
+      return elem::vectorizable<T>(a.y.data, ldy, a.cols) &&
+             (!a.bias.data || elem::vectorizable<T>(a.bias.data, 0, a.cols)) &&
+             a.rows * (ldy / V) < (std::size_t{1} << 32) - kThreads * kUnroll;
+    case BiasActivationKernel::kElement: return true;
+  }
+  return false;
+}
+
+template <Activation A, typename T>
+void launch(BiasActivationKernel k, const BiasActivationArgs& a, cudaStream_t stream) {
+  constexpr std::size_t V = elem::kVec<T>;
+  T* y = static_cast<T*>(a.y.data);
+  const T* bias = static_cast<const T*>(a.bias.data);
+  const std::size_t ldy = a.y.ld, rows = a.rows, cols = a.cols;
   const std::size_t total = rows * (cols / V);
-  const std::size_t flat_blocks = (total + kThreads * kUnroll - 1) / (kThreads * kUnroll);
-  if (!bias && ldy == cols && elem::vectorizable<T>(y, ldy, cols) && flat_blocks < (std::size_t{1} << 31)) {
-    const auto blocks = static_cast<unsigned>(flat_blocks);
-    pdl::launch(activation_flat_kernel<A, T>, blocks, kThreads, 0, stream, y, total);
-    return;
+  switch (k) {
+    case BiasActivationKernel::kFlat: {
+      const auto blocks = static_cast<unsigned>((total + kThreads * kUnroll - 1) / (kThreads * kUnroll));
+      return pdl::launch(activation_flat_kernel<A, T>, blocks, kThreads, 0, stream, y, total);
+    }
+    case BiasActivationKernel::kVector: {
+      const auto blocks = static_cast<unsigned>((total + kThreads * kUnroll - 1) / (kThreads * kUnroll));
+      return pdl::launch(bias_activation_vec_kernel<A, T>, blocks, kThreads, 0, stream, y,
+                         static_cast<unsigned>(ldy / V), static_cast<unsigned>(cols / V),
+                         static_cast<unsigned>(total), bias);
+    }
+    case BiasActivationKernel::kElement: {
+      const dim3 grid(static_cast<unsigned>(rows),
+                      static_cast<unsigned>((cols + kThreads * kUnroll - 1) / (kThreads * kUnroll)));
+      return pdl::launch(bias_activation_kernel<A, T>, grid, kThreads, 0, stream, y, ldy, static_cast<int>(cols),
+                         bias);
+    }
   }
-  if (elem::vectorizable<T>(y, ldy, cols) && (!bias || elem::vectorizable<T>(bias, 0, cols)) &&
-      rows * (ldy / V) < (std::size_t{1} << 32) - kThreads * kUnroll) {
-    const auto blocks = static_cast<unsigned>((total + kThreads * kUnroll - 1) / (kThreads * kUnroll));
-    pdl::launch(bias_activation_vec_kernel<A, T>, blocks, kThreads, 0, stream, y, static_cast<unsigned>(ldy / V),
-                static_cast<unsigned>(cols / V), static_cast<unsigned>(total), bias);
-    return;
-  }
-  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((cols + kThreads * kUnroll - 1) / (kThreads * kUnroll)));
-  pdl::launch(bias_activation_kernel<A, T>, grid, kThreads, 0, stream, y, ldy, static_cast<int>(cols), bias);
 }
 
 template <typename T>
-void launch_act(T* y, std::size_t ldy, std::size_t rows, std::size_t cols, const T* bias, Activation act,
-                cudaStream_t stream) {
-  switch (act) {
-    case Activation::kNone: return launch<Activation::kNone>(y, ldy, rows, cols, bias, stream);
-    case Activation::kGeluErf: return launch<Activation::kGeluErf>(y, ldy, rows, cols, bias, stream);
-    case Activation::kGeluTanh: return launch<Activation::kGeluTanh>(y, ldy, rows, cols, bias, stream);
-    case Activation::kSilu: return launch<Activation::kSilu>(y, ldy, rows, cols, bias, stream);
-    case Activation::kRelu: return launch<Activation::kRelu>(y, ldy, rows, cols, bias, stream);
-    case Activation::kTanh: return launch<Activation::kTanh>(y, ldy, rows, cols, bias, stream);
+void launch_act(BiasActivationKernel k, const BiasActivationArgs& a, cudaStream_t stream) {
+  switch (a.act) {
+    case Activation::kNone: return launch<Activation::kNone, T>(k, a, stream);
+    case Activation::kGeluErf: return launch<Activation::kGeluErf, T>(k, a, stream);
+    case Activation::kGeluTanh: return launch<Activation::kGeluTanh, T>(k, a, stream);
+    case Activation::kSilu: return launch<Activation::kSilu, T>(k, a, stream);
+    case Activation::kRelu: return launch<Activation::kRelu, T>(k, a, stream);
+    case Activation::kTanh: return launch<Activation::kTanh, T>(k, a, stream);
   }
 }
 
 }  // namespace
 
-void bias_activation_cuda(void* y, std::size_t ldy, std::size_t rows, std::size_t cols, const void* bias,
-                          Activation act, cudaStream_t stream, DType type) {
-  check(ldy >= cols, "bias_activation: row stride ", ldy, " smaller than ", cols, " columns");
-  if (rows == 0 || cols == 0 || (act == Activation::kNone && bias == nullptr)) return;
-  check(rows < (1u << 31) && cols < (1u << 31), "bias_activation: too large for one launch");
-  elem::dispatch(type, [&](auto tag) {
-    using T = decltype(tag);
-    launch_act<T>(static_cast<T*>(y), ldy, rows, cols, static_cast<const T*>(bias), act, stream);
-  });
+const char* bias_activation_kernel_name(BiasActivationKernel k) {
+  switch (k) {
+    case BiasActivationKernel::kFlat: return "flat";
+    case BiasActivationKernel::kVector: return "vector";
+    case BiasActivationKernel::kElement: return "element";
+  }
+  return "?";
+}
+
+bool bias_activation_kernel_supports(BiasActivationKernel k, const BiasActivationArgs& a) {
+  bool ok = false;
+  elem::dispatch(a.y.dtype, [&](auto tag) { ok = kernel_ok<decltype(tag)>(k, a); });
+  return ok;
+}
+
+BiasActivationKernel choose_bias_activation_kernel(const BiasActivationArgs& a) {
+  for (BiasActivationKernel k : {BiasActivationKernel::kFlat, BiasActivationKernel::kVector})
+    if (bias_activation_kernel_supports(k, a)) return k;
+  return BiasActivationKernel::kElement;
+}
+
+void bias_activation_launch_cuda(BiasActivationKernel k, const BiasActivationArgs& a, cudaStream_t stream) {
+  check_bias_activation(a, "bias_activation (CUDA)");
+  if (a.rows == 0 || a.cols == 0 || (a.act == Activation::kNone && a.bias.data == nullptr)) return;
+  check(a.rows < (1u << 31) && a.cols < (1u << 31), "bias_activation: too large for one launch");
+  check(bias_activation_kernel_supports(k, a), "bias_activation (CUDA): the ", bias_activation_kernel_name(k),
+        " kernel does not support this layout");
+  elem::dispatch(a.y.dtype, [&](auto tag) { launch_act<decltype(tag)>(k, a, stream); });
+}
+
+void bias_activation_cuda(const BiasActivationArgs& a, cudaStream_t stream) {
+  check_bias_activation(a, "bias_activation (CUDA)");
+  if (a.rows == 0 || a.cols == 0 || (a.act == Activation::kNone && a.bias.data == nullptr)) return;
+  bias_activation_launch_cuda(choose_bias_activation_kernel(a), a, stream);
 }
 
 }  // namespace il::ops

@@ -35,7 +35,9 @@ struct AttentionArgs {
 // The checks that need no look at seq_starts, which the CUDA launchers cannot read (it lives on
 // the device): operands present, heads a multiple of kv_heads, head_dim in 1..max_head_dim, row
 // strides wide enough. `what` names the op in the messages. check_attention adds the offsets.
-inline void check_attention_shape(const AttentionArgs& a, std::size_t max_head_dim, const char* what = "attention") {
+// Args: AttentionArgs, or the CUDA launchers' AttentionCudaArgs (the same fields).
+template <typename Args>
+inline void check_attention_shape(const Args& a, std::size_t max_head_dim, const char* what = "attention") {
   check(a.q && a.k && a.v && a.out && a.seq_starts, what, ": null operand");
   check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0, what, ": heads (", a.heads,
         ") must be a multiple of kv_heads (", a.kv_heads, ")");

@@ -421,21 +421,22 @@ void launch(const AttnParams<T>& p, std::size_t num_seqs, std::size_t max_len, s
 
 }  // namespace
 
-void attention_cuda(const AttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream, DType type) {
+void attention_cuda(const AttentionCudaArgs& a, cudaStream_t stream) {
+  const std::size_t max_seq_len = a.max_seq_len;
   // check_attention reads seq_starts, which live on the device here: the shape checks only.
   check_attention_shape(a, kAttentionMaxHeadDim, "attention (CUDA)");
   check(a.heads <= 65535 && a.num_seqs < (1u << 31) && max_seq_len < (1u << 30),
         "attention: batch too large for one launch");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
-  elem::dispatch(type, [&](auto tag) {
+  elem::dispatch(a.type, [&](auto tag) {
     using T = decltype(tag);
     // 4-element vectors (16 bytes in f32, 8 in f16 / bf16) need every row of every head to start
     // on such a boundary: aligned bases, and strides and head_dim in whole vectors.
     const bool vec = a.head_dim % 4 == 0 && a.ldq % 4 == 0 && a.ldk % 4 == 0 && a.ldv % 4 == 0 &&
                      a.ldo % 4 == 0 && aligned4<T>(a.q) && aligned4<T>(a.k) && aligned4<T>(a.v) &&
                      aligned4<T>(a.out);
-    const AttnParams<T> p{reinterpret_cast<const T*>(a.q), a.ldq, reinterpret_cast<const T*>(a.k), a.ldk,
-                          reinterpret_cast<const T*>(a.v), a.ldv, reinterpret_cast<T*>(a.out), a.ldo, a.seq_starts,
+    const AttnParams<T> p{static_cast<const T*>(a.q), a.ldq, static_cast<const T*>(a.k), a.ldk,
+                          static_cast<const T*>(a.v), a.ldv, static_cast<T*>(a.out), a.ldo, a.seq_starts,
                           static_cast<int>(a.heads / a.kv_heads), static_cast<int>(a.head_dim), a.scale * kLog2e,
                           a.mask == MaskMode::kCausal, a.window > 0 ? static_cast<int>(a.window / 2) : -1, vec};
     if (a.head_dim <= 32) return launch<32>(p, a.num_seqs, max_seq_len, a.heads, stream);

@@ -13,13 +13,6 @@ namespace {
 
 bool is_half(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
-// The CUDA-core kernels' arguments (their float pointers carry arrays of a.type).
-AttentionArgs plain_args(const AttentionCudaArgs& a) {
-  return {static_cast<const float*>(a.q), a.ldq, static_cast<const float*>(a.k), a.ldk,
-          static_cast<const float*>(a.v), a.ldv, static_cast<float*>(a.out), a.ldo,
-          a.seq_starts, a.num_seqs, a.heads, a.kv_heads, a.head_dim, a.scale, a.mask, a.window};
-}
-
 HalfAttentionArgs half_args(const AttentionCudaArgs& a) {
   return {a.q, a.ldq, a.k, a.ldk, a.v, a.ldv, a.out, a.ldo, a.seq_starts, a.num_seqs, a.heads, a.kv_heads,
           a.head_dim, a.scale, a.mask, a.window, a.type == DType::kF16 ? HalfType::kF16 : HalfType::kBF16, a.rows};
@@ -106,8 +99,8 @@ void attention_launch_cuda(AttentionKernel k, const AttentionCudaArgs& a, cudaSt
   check(attention_kernel_supports(k, a), "attention (CUDA): the ", attention_kernel_name(k), " kernel does not ",
         "support ", queries_name(a.queries), " of head_dim ", a.head_dim, " in ", dtype_name(a.type));
   switch (k) {
-    case AttentionKernel::kFirstRow: return attention_first_cuda(plain_args(a), stream, a.type);
-    case AttentionKernel::kLastRow: return attention_last_cuda(plain_args(a), stream, a.type);
+    case AttentionKernel::kFirstRow: return attention_first_cuda(a, stream);
+    case AttentionKernel::kLastRow: return attention_last_cuda(a, stream);
     case AttentionKernel::kTma:
     case AttentionKernel::kWgmma:
     case AttentionKernel::kMmaSync:
@@ -119,7 +112,7 @@ void attention_launch_cuda(AttentionKernel k, const AttentionCudaArgs& a, cudaSt
         tuning.kernel = HalfAttentionKernel::kMmaSync;
         return attention_half_cuda_tuned(half_args(a), a.max_seq_len, stream, tuning);
       }
-    case AttentionKernel::kFlash: return attention_cuda(plain_args(a), a.max_seq_len, stream, a.type);
+    case AttentionKernel::kFlash: return attention_cuda(a, stream);
   }
 }
 

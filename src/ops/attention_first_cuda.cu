@@ -20,14 +20,14 @@ constexpr int kWarps = 4;
 
 // E: dimensions a lane holds (head_dim ≤ 32 E).
 template <typename T, int E>
-__global__ void __launch_bounds__(32 * kWarps) attention_one_row_kernel(AttentionArgs a, bool last) {
+__global__ void __launch_bounds__(32 * kWarps) attention_one_row_kernel(AttentionCudaArgs a, bool last) {
   pdl::wait_for_predecessor();
   const int s = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int hd = static_cast<int>(a.head_dim);
   const std::size_t start = static_cast<std::size_t>(a.seq_starts[s]);
   const int len = a.seq_starts[s + 1] - a.seq_starts[s];
-  T* out = reinterpret_cast<T*>(a.out) + static_cast<std::size_t>(s) * a.ldo + static_cast<std::size_t>(head) * hd;
+  T* out = static_cast<T*>(a.out) + static_cast<std::size_t>(s) * a.ldo + static_cast<std::size_t>(head) * hd;
   if (len == 0) {  // no such token: zeros, as the CPU op writes
     for (int d = static_cast<int>(threadIdx.x); d < hd; d += 32 * kWarps) elem::store(out + d, 0.0f);
     return;
@@ -41,10 +41,10 @@ __global__ void __launch_bounds__(32 * kWarps) attention_one_row_kernel(Attentio
     if (static_cast<std::size_t>(i) + half + 1 < static_cast<std::size_t>(hi)) hi = i + static_cast<int>(half) + 1;
   }
   const std::size_t kvh = static_cast<std::size_t>(head) / (a.heads / a.kv_heads);
-  const T* q = reinterpret_cast<const T*>(a.q) + (start + static_cast<std::size_t>(i)) * a.ldq +
+  const T* q = static_cast<const T*>(a.q) + (start + static_cast<std::size_t>(i)) * a.ldq +
                static_cast<std::size_t>(head) * hd;
-  const T* k = reinterpret_cast<const T*>(a.k) + start * a.ldk + kvh * hd;
-  const T* v = reinterpret_cast<const T*>(a.v) + start * a.ldv + kvh * hd;
+  const T* k = static_cast<const T*>(a.k) + start * a.ldk + kvh * hd;
+  const T* v = static_cast<const T*>(a.v) + start * a.ldv + kvh * hd;
 
   float qr[E], o[E];
 #pragma unroll
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_one_row_kernel(Attentio
 }
 
 template <typename T>
-void launch(const AttentionArgs& a, bool last, cudaStream_t stream) {
+void launch(const AttentionCudaArgs& a, bool last, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(a.num_seqs), static_cast<unsigned>(a.heads));
   const dim3 block(32 * kWarps);
   if (a.head_dim <= 32) return pdl::launch(attention_one_row_kernel<T, 1>, grid, block, 0, stream, a, last);
@@ -113,22 +113,18 @@ void launch(const AttentionArgs& a, bool last, cudaStream_t stream) {
   pdl::launch(attention_one_row_kernel<T, 8>, grid, block, 0, stream, a, last);
 }
 
-void attention_one_row_cuda(const AttentionArgs& a, bool last, cudaStream_t stream, DType type) {
+void attention_one_row_cuda(const AttentionCudaArgs& a, bool last, cudaStream_t stream) {
   const char* what = last ? "attention (last rows)" : "attention (first rows)";
   check_attention_shape(a, kAttentionMaxHeadDim, what);
   check(a.num_seqs < (1u << 31) && a.heads <= 65535, what, ": batch too large for one launch");
   if (a.num_seqs == 0) return;
-  elem::dispatch(type, [&](auto tag) { launch<decltype(tag)>(a, last, stream); });
+  elem::dispatch(a.type, [&](auto tag) { launch<decltype(tag)>(a, last, stream); });
 }
 
 }  // namespace
 
-void attention_first_cuda(const AttentionArgs& a, cudaStream_t stream, DType type) {
-  attention_one_row_cuda(a, false, stream, type);
-}
+void attention_first_cuda(const AttentionCudaArgs& a, cudaStream_t stream) { attention_one_row_cuda(a, false, stream); }
 
-void attention_last_cuda(const AttentionArgs& a, cudaStream_t stream, DType type) {
-  attention_one_row_cuda(a, true, stream, type);
-}
+void attention_last_cuda(const AttentionCudaArgs& a, cudaStream_t stream) { attention_one_row_cuda(a, true, stream); }
 
 }  // namespace il::ops

@@ -18,16 +18,17 @@ __global__ void convert_kernel(const S* src, D* dst, std::size_t n) {
 
 }  // namespace
 
-void convert_cuda(const void* src, DType from, void* dst, DType to, std::size_t n, cudaStream_t stream) {
-  check(src && dst, "convert (CUDA): null operand");
-  if (n == 0) return;
+void convert_cuda(const ConvertArgs& a, cudaStream_t stream) {
+  check(a.src.data && a.dst.data, "convert (CUDA): null operand");
+  if (a.n == 0) return;
   constexpr unsigned kThreads = 256;
-  const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65536));
-  elem::dispatch(from, [&](auto s) {
-    elem::dispatch(to, [&](auto d) {
+  const auto blocks = static_cast<unsigned>(std::min<std::size_t>((a.n + kThreads - 1) / kThreads, 65536));
+  elem::dispatch(a.src.dtype, [&](auto s) {
+    elem::dispatch(a.dst.dtype, [&](auto d) {
       using S = decltype(s);
       using D = decltype(d);
-      convert_kernel<S, D><<<blocks, kThreads, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst), n);
+      convert_kernel<S, D><<<blocks, kThreads, 0, stream>>>(static_cast<const S*>(a.src.data),
+                                                            static_cast<D*>(a.dst.data), a.n);
     });
   });
   IL_CUDA_CHECK_LAUNCH();

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "ops/tensor_view.h"
 
 namespace il::ops {
 
@@ -14,15 +15,18 @@ struct EmbedArgs {
   const int32_t* type_ids = nullptr;  // [T] or null (all 0)
   const int32_t* seq_starts = nullptr;
   std::size_t num_seqs = 0;
-  const float* word = nullptr;        // [vocab, cols]
-  const float* position = nullptr;    // [max_pos, cols] or null
+  // The tables are dense rows of `cols` (their ld is not read) in out's element type.
+  ConstTensorView word;               // [vocab, cols]
+  ConstTensorView position;           // [max_pos, cols] or absent
   std::size_t position_offset = 0;
-  const float* type = nullptr;        // [type_vocab, cols] or null
-  float* out = nullptr;               // [T, ldo]
-  std::size_t ldo = 0;
+  ConstTensorView type;               // [type_vocab, cols] or absent
+  TensorView out;                     // [T, cols]
   std::size_t cols = 0;
 };
 
+// The checks both backends make: operands present, tables in out's element type, stride.
+void check_embed(const EmbedArgs& a, const char* what = "embed");
+// f32 tables and output only.
 void embed_cpu(const EmbedArgs& a, ThreadPool& pool);
 
 }  // namespace il::ops

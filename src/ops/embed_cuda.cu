@@ -52,17 +52,16 @@ __global__ void embed_kernel(EmbedParams<T> p) {
 
 }  // namespace
 
-void embed_cuda(const EmbedArgs& a, std::size_t num_tokens, cudaStream_t stream, DType type) {
-  check(a.tokens && a.seq_starts && a.word && a.out, "embed: null operand");
-  check(a.ldo >= a.cols, "embed: row stride ", a.ldo, " smaller than ", a.cols, " columns");
+void embed_cuda(const EmbedArgs& a, std::size_t num_tokens, cudaStream_t stream) {
+  check_embed(a, "embed (CUDA)");
   if (num_tokens == 0 || a.num_seqs == 0) return;
   check(num_tokens < (1u << 31), "embed: too many tokens for one launch");
-  elem::dispatch(type, [&](auto tag) {
+  elem::dispatch(a.out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const EmbedParams<T> p{a.tokens, a.type_ids, a.seq_starts, static_cast<int>(a.num_seqs),
-                           reinterpret_cast<const T*>(a.word), reinterpret_cast<const T*>(a.position),
-                           a.position_offset, reinterpret_cast<const T*>(a.type), reinterpret_cast<T*>(a.out),
-                           a.ldo, a.cols};
+                           static_cast<const T*>(a.word.data), static_cast<const T*>(a.position.data),
+                           a.position_offset, static_cast<const T*>(a.type.data), static_cast<T*>(a.out.data),
+                           a.out.ld, a.cols};
     pdl::launch(embed_kernel<T>, static_cast<unsigned>(num_tokens), 128, 0, stream, p);
   });
 }

@@ -62,7 +62,7 @@ CublasLtGemm::CublasLtGemm(std::size_t workspace_bytes) : workspace_bytes_(works
 cublasStatus_t CublasLtGemm::matmul(const GemmCudaArgs& a, const Shape& s, const cublasLtMatmulAlgo_t& algo,
                                      cudaStream_t stream) {
   const float alpha = 1.0f, beta = 0.0f;
-  return cublasLtMatmul(handle_, s.desc, &alpha, a.w, s.w, a.x, s.x, &beta, a.y, s.y, a.y, s.y, &algo, workspace_,
+  return cublasLtMatmul(handle_, s.desc, &alpha, a.w.data, s.w, a.x.data, s.x, &beta, a.y.data, s.y, a.y.data, s.y, &algo, workspace_,
                         workspace_bytes_, stream);
 }
 
@@ -117,8 +117,8 @@ void CublasLtGemm::tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStr
     IL_CUDA_CHECK(cudaEventCreate(&tune_start_));
     IL_CUDA_CHECK(cudaEventCreate(&tune_end_));
   }
-  const void* rest_bias = s.fused_bias ? nullptr : a.bias;
-  const Activation rest_act = s.fused_act ? Activation::kNone : a.act;
+  const BiasActivationArgs rest{a.y, s.fused_bias ? ConstTensorView{} : a.bias, a.m, a.n,
+                                s.fused_act ? Activation::kNone : a.act};
   // One run of candidate i; false where a cuBLASLt algorithm cannot run this call.
   const auto run_candidate = [&](std::size_t i) {
     if (i >= s.candidates.size()) {
@@ -126,7 +126,7 @@ void CublasLtGemm::tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStr
       return true;
     }
     if (matmul(a, s, s.candidates[i], stream) != CUBLAS_STATUS_SUCCESS) return false;
-    bias_activation_cuda(a.y, a.ldy, a.m, a.n, rest_bias, rest_act, stream, a.type);
+    bias_activation_cuda(rest, stream);
     return true;
   };
   constexpr int kTuneRuns = 3;
@@ -174,19 +174,19 @@ bool CublasLtGemm::try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue,
   set_attr(s.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans);
   set_attr(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans);
   set_attr(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
-  if (a.bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias);
+  if (a.bias.data) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias.data, sizeof a.bias.data);
   const auto u64 = [](std::size_t v) { return static_cast<uint64_t>(v); };
   const auto i64 = [](std::size_t v) { return static_cast<int64_t>(v); };
-  const cudaDataType_t t = cuda_type(a.type);
+  const cudaDataType_t t = cuda_type(a.type());
   IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.w, t, u64(a.k), u64(a.n), i64(a.k)));
-  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.x, t, u64(a.k), u64(a.m), i64(a.ldx)));
-  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.y, t, u64(a.n), u64(a.m), i64(a.ldy)));
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.x, t, u64(a.k), u64(a.m), i64(a.x.ld)));
+  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.y, t, u64(a.n), u64(a.m), i64(a.y.ld)));
 
   cublasLtMatmulPreference_t pref = nullptr;
   IL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = workspace_bytes_;
-  const uint32_t align_w = alignment_of(a.w, a.type), align_x = alignment_of(a.x, a.type),
-                 align_y = alignment_of(a.y, a.type);
+  const uint32_t align_w = alignment_of(a.w.data, a.type()), align_x = alignment_of(a.x.data, a.type()),
+                 align_y = alignment_of(a.y.data, a.type());
   cublasLtMatmulHeuristicResult_t results[kCandidates]{};
   int found = 0;
   const cublasStatus_t st = [&] {
@@ -220,18 +220,18 @@ CublasLtGemm::Key CublasLtGemm::key_for(const GemmCudaArgs& a) {
   return Key{a.m,
              a.n,
              a.k,
-             a.ldx,
-             a.ldy,
-             static_cast<int>(epilogue_for(a.bias != nullptr, a.act)),
+             a.x.ld,
+             a.y.ld,
+             static_cast<int>(epilogue_for(a.bias.data != nullptr, a.act)),
              static_cast<int>(a.act),
-             alignment_of(a.x, a.type),
-             alignment_of(a.w, a.type),
-             alignment_of(a.y, a.type),
-             static_cast<int>(a.type)};
+             alignment_of(a.x.data, a.type()),
+             alignment_of(a.w.data, a.type()),
+             alignment_of(a.y.data, a.type()),
+             static_cast<int>(a.type())};
 }
 
 CublasLtGemm::Shape& CublasLtGemm::shape_for(const Key& key, const GemmCudaArgs& a) {
-  const cublasLtEpilogue_t fused = epilogue_for(a.bias != nullptr, a.act);
+  const cublasLtEpilogue_t fused = epilogue_for(a.bias.data != nullptr, a.act);
   if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   Shape s;
   bool ok = false;
@@ -252,30 +252,66 @@ CublasLtGemm::Shape& CublasLtGemm::shape_for(const Key& key, const GemmCudaArgs&
   return shapes_.emplace(key, s).first->second;
 }
 
-void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
-  check(a.x && a.w && a.y, "gemm (CUDA): null operand");
-  check(a.n > 0 && a.k > 0, "gemm (CUDA): empty weight");
-  check(a.ldx >= a.k && a.ldy >= a.n, "gemm (CUDA): row stride smaller than the row (ldx ", a.ldx,
-        ", k ", a.k, ", ldy ", a.ldy, ", n ", a.n, ")");
-  if (a.m == 0) return;
-  if (skinny_ && skinny_gemm_applies(a)) return skinny_gemm_cuda(a, stream);
-  const Key key = key_for(a);
-  Shape& s = shape_for(key, a);
-  if (s.fallback) {
-    gemm_fallback_cuda(a.x, a.ldx, a.w, a.n, a.k, a.y, a.ldy, a.m, stream, a.type);
-    bias_activation_cuda(a.y, a.ldy, a.m, a.n, a.bias, a.act, stream, a.type);
-    return;
-  }
-  // The bias pointer changes between steps of the same shape; the descriptor is read at enqueue.
-  if (s.fused_bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias);
-  if (!s.tuned) tune(key, a, s, stream);
+GemmKernel CublasLtGemm::kernel_for(const GemmCudaArgs& a) {
+  if (skinny_ && gemm_kernel_supports(GemmKernel::kSkinny, a)) return GemmKernel::kSkinny;
+  return shape_kernel(a, shape_for(key_for(a), a));
+}
+
+GemmKernel CublasLtGemm::shape_kernel(const GemmCudaArgs& a, const Shape& s) {
+  if (s.fallback) return GemmKernel::kFallback;
   // (The key does not hold the bias alignment: a call the wgmma kernel cannot take runs the
   // heuristic's cuBLASLt algorithm.)
-  if (s.wgmma_tile > 0 && wgmma_gemm_applies(a)) return wgmma_gemm_cuda(a, s.wgmma_tile, stream);
+  if (s.wgmma_tile > 0 && gemm_kernel_supports(GemmKernel::kWgmma, a)) return GemmKernel::kWgmma;
+  return GemmKernel::kCublasLt;
+}
+
+// kernel_for's choice, with the shape looked up once.
+void CublasLtGemm::run(const GemmCudaArgs& a, cudaStream_t stream) {
+  check_gemm_cuda(a);
+  if (a.m == 0) return;
+  if (skinny_ && gemm_kernel_supports(GemmKernel::kSkinny, a)) return skinny_gemm_cuda(a, stream);
+  const Key key = key_for(a);
+  Shape& s = shape_for(key, a);
+  if (s.fallback) return gemm_fallback_cuda(a, stream);
+  // The bias pointer changes between steps of the same shape; the descriptor is read at enqueue.
+  if (s.fused_bias) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias.data, sizeof a.bias.data);
+  if (!s.tuned) tune(key, a, s, stream);  // may pick the wgmma kernel
+  if (shape_kernel(a, s) == GemmKernel::kWgmma) return wgmma_gemm_cuda(a, s.wgmma_tile, stream);
   IL_CUBLAS_CHECK(matmul(a, s, s.algo, stream));
-  const void* rest_bias = s.fused_bias ? nullptr : a.bias;
-  const Activation rest_act = s.fused_act ? Activation::kNone : a.act;
-  bias_activation_cuda(a.y, a.ldy, a.m, a.n, rest_bias, rest_act, stream, a.type);
+  bias_activation_cuda({a.y, s.fused_bias ? ConstTensorView{} : a.bias, a.m, a.n,
+                        s.fused_act ? Activation::kNone : a.act},
+                       stream);
+}
+
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::kSkinny: return "skinny";
+    case GemmKernel::kCublasLt: return "cublaslt";
+    case GemmKernel::kWgmma: return "wgmma";
+    case GemmKernel::kFallback: return "fallback";
+  }
+  return "?";
+}
+
+void check_gemm_cuda(const GemmCudaArgs& a, const char* what) {
+  check(a.x.data && a.w.data && a.y.data, what, ": null operand");
+  const DType t = a.type();
+  check(a.x.dtype == t && a.w.dtype == t && (!a.bias.data || a.bias.dtype == t), what, ": operands differ in ",
+        "element type (x ", dtype_name(a.x.dtype), ", w ", dtype_name(a.w.dtype), ", y ", dtype_name(t), ")");
+  check(a.n > 0 && a.k > 0, what, ": empty weight");
+  check(a.w.ld == a.k, what, ": the weight's rows must be dense (ld ", a.w.ld, ", k ", a.k, ")");
+  check(a.x.ld >= a.k && a.y.ld >= a.n, what, ": row stride smaller than the row (ldx ", a.x.ld, ", k ", a.k,
+        ", ldy ", a.y.ld, ", n ", a.n, ")");
+}
+
+bool gemm_kernel_supports(GemmKernel k, const GemmCudaArgs& a) {
+  switch (k) {
+    case GemmKernel::kSkinny: return skinny_gemm_applies(a);
+    case GemmKernel::kWgmma: return wgmma_gemm_applies(a);
+    case GemmKernel::kCublasLt:
+    case GemmKernel::kFallback: return true;
+  }
+  return false;
 }
 
 }  // namespace il::ops

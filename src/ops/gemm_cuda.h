@@ -1,9 +1,20 @@
-// The CUDA GEMM: y[m, n] = act(x[m, k] · W[n, k]ᵀ + bias[n]) through cuBLASLt with f32 compute.
-// `type` is the element type of x, W, bias and y: f32 (no TF32: the parity class), or f16 / bf16
-// (tensor cores, f32 accumulation, one rounding of the biased sum). x and y may be column windows of wider
-// buffers (ldx ≥ k, ldy ≥ n); W keeps the Hugging Face [out, in] layout, read transposed.
-// Bias and ReLU run in cuBLASLt's epilogue; the other activations in ops/activation_cuda.cu.
-// Where cuBLASLt offers no algorithm for a shape (alignment, strides), a plain tiled kernel runs.
+// The CUDA GEMM: y[m, n] = act(x[m, k] · W[n, k]ᵀ + bias[n]) with f32 accumulation. x, W, bias
+// and y share one element type: f32 (no TF32: the parity class), or f16 / bf16 (tensor cores,
+// one rounding of the biased sum). x and y may be column windows of wider buffers (ld ≥ k, ≥ n);
+// W keeps the Hugging Face [out, in] layout (ld k), read transposed.
+//
+// Its kernels, and the one place that picks among them (CublasLtGemm::kernel_for, which run()
+// follows):
+//
+//   skinny     at most 16 rows, x's rows and W in aligned 16-byte vectors (gemm_skinny_cuda.cu;
+//              bias and every activation fused; IL_GEMM_SKINNY=0 off)
+//   cublaslt   cuBLASLt, the algorithm timed fastest per shape among its heuristic's candidates,
+//              bias and ReLU in its epilogue, other activations in a pass (activation_cuda.cu)
+//   wgmma      Hopper, f16 / bf16, TMA-aligned, none / GELU: competes with cuBLASLt in that
+//              timing when IL_GEMM_WGMMA=1 (gemm_wgmma_cuda.cu)
+//   fallback   a plain tiled kernel and the pass, where cuBLASLt offers no algorithm for the shape
+//              (alignments, strides) (gemm_fallback_cuda.cu)
+//
 // Only CUDA code includes this header.
 #pragma once
 
@@ -17,21 +28,32 @@
 
 #include "core/dtype.h"
 #include "inferencelayer/types.h"
+#include "ops/tensor_view.h"
 
 namespace il::ops {
 
 struct GemmCudaArgs {
-  const void* x = nullptr;
-  std::size_t ldx = 0;
-  const void* w = nullptr;  // [n, k] row-major
-  std::size_t n = 0, k = 0;
-  const void* bias = nullptr;  // [n] or null
-  void* y = nullptr;
-  std::size_t ldy = 0;
-  std::size_t m = 0;
+  ConstTensorView x;     // [m, k]
+  ConstTensorView w;     // [n, k] row-major: ld k
+  ConstTensorView bias;  // [n] or absent
+  TensorView y;          // [m, n]
+  std::size_t m = 0, n = 0, k = 0;
   Activation act = Activation::kNone;
-  DType type = DType::kF32;  // of x, w, bias and y (strides in elements)
+  // The element type of every operand (check_gemm_cuda holds them to one).
+  DType type() const { return y.dtype; }
 };
+
+// Operands present and of one element type, W dense ([n, k] with ld k), strides that fit.
+void check_gemm_cuda(const GemmCudaArgs& a, const char* what = "gemm (CUDA)");
+
+enum class GemmKernel { kSkinny, kCublasLt, kWgmma, kFallback };
+const char* gemm_kernel_name(GemmKernel k);
+// What each kernel's launcher accepts, from the arguments alone (whether cuBLASLt has an
+// algorithm for a shape only its heuristic says: CublasLtGemm::kernel_for asks it). The
+// fallback takes every valid call.
+bool gemm_kernel_supports(GemmKernel k, const GemmCudaArgs& a);
+// The fallback alone: the tiled kernel, then bias and activation in the epilogue pass.
+void gemm_fallback_cuda(const GemmCudaArgs& a, cudaStream_t stream);
 
 // The GEMM for at most kSkinnyMaxRows rows (ops/gemm_skinny_cuda.cu): bias and every activation
 // fused, weight bytes read once. It applies when x's rows and W split into aligned 16-byte
@@ -66,7 +88,13 @@ class CublasLtGemm {
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
+  // Enqueues the GEMM on the kernel kernel_for(a) names.
   void run(const GemmCudaArgs& a, cudaStream_t stream);
+  // The kernel run() takes for `a`: skinny where it is on and supports `a`; else the shape's
+  // choice (cuBLASLt, or wgmma where the timing picked it and it supports `a`; cuBLASLt until
+  // the shape's first eager run has timed them), or the fallback where cuBLASLt has no
+  // algorithm. Builds the shape's descriptors on first sight (no launch, no synchronisation).
+  GemmKernel kernel_for(const GemmCudaArgs& a);
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
   // Everything the algorithm choice depends on: sizes, strides, epilogue, activation, pointer
@@ -89,6 +117,7 @@ class CublasLtGemm {
   };
   static constexpr int kWgmmaTiles[] = {192, 128};
   static Key key_for(const GemmCudaArgs& a);
+  static GemmKernel shape_kernel(const GemmCudaArgs& a, const Shape& s);  // past the skinny check
   Shape& shape_for(const Key& key, const GemmCudaArgs& a);
   void tune(const Key& key, const GemmCudaArgs& a, Shape& s, cudaStream_t stream);
   cublasStatus_t matmul(const GemmCudaArgs& a, const Shape& s, const cublasLtMatmulAlgo_t& algo, cudaStream_t stream);

@@ -1,8 +1,9 @@
-// A plain shared-memory tiled GEMM, y = x · Wᵀ (no epilogue, f32 accumulation), for the shapes
-// cuBLASLt finds no algorithm for (e.g. windows of buffers at odd column offsets, with 4-byte
+// A plain shared-memory tiled GEMM, y = x · Wᵀ (f32 accumulation; bias and activation in the
+// epilogue pass after it), for the shapes cuBLASLt finds no algorithm for (e.g. windows of buffers at odd column offsets, with 4-byte
 // alignment only). Correct first: the plan's hot shapes go to cuBLASLt.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
+#include "ops/gemm_cuda.h"
 #include "ops/ops_cuda.h"
 
 namespace il::ops {
@@ -33,18 +34,19 @@ __global__ void gemm_tiled_kernel(const T* x, std::size_t ldx, const T* w, std::
 
 }  // namespace
 
-void gemm_fallback_cuda(const void* x, std::size_t ldx, const void* w, std::size_t n, std::size_t k, void* y,
-                        std::size_t ldy, std::size_t m, cudaStream_t stream, DType type) {
-  if (m == 0 || n == 0) return;
-  check((m + kTile - 1) / kTile <= 65535, "gemm (CUDA fallback): too many rows for one launch");
-  const dim3 grid(static_cast<unsigned>((n + kTile - 1) / kTile), static_cast<unsigned>((m + kTile - 1) / kTile));
-  elem::dispatch(type, [&](auto tag) {
+void gemm_fallback_cuda(const GemmCudaArgs& a, cudaStream_t stream) {
+  check_gemm_cuda(a, "gemm (CUDA fallback)");
+  if (a.m == 0) return;
+  check((a.m + kTile - 1) / kTile <= 65535, "gemm (CUDA fallback): too many rows for one launch");
+  const dim3 grid(static_cast<unsigned>((a.n + kTile - 1) / kTile), static_cast<unsigned>((a.m + kTile - 1) / kTile));
+  elem::dispatch(a.type(), [&](auto tag) {
     using T = decltype(tag);
-    gemm_tiled_kernel<T><<<grid, dim3(kTile, kTile), 0, stream>>>(static_cast<const T*>(x), ldx,
-                                                                 static_cast<const T*>(w), n, k, static_cast<T*>(y),
-                                                                 ldy, m);
+    gemm_tiled_kernel<T><<<grid, dim3(kTile, kTile), 0, stream>>>(static_cast<const T*>(a.x.data), a.x.ld,
+                                                                 static_cast<const T*>(a.w.data), a.n, a.k,
+                                                                 static_cast<T*>(a.y.data), a.y.ld, a.m);
   });
   IL_CUDA_CHECK_LAUNCH();
+  bias_activation_cuda({a.y, a.bias, a.m, a.n, a.act}, stream);
 }
 
 }  // namespace il::ops

@@ -13,6 +13,7 @@
 
 #include "core/thread_pool.h"
 #include "inferencelayer/types.h"
+#include "ops/tensor_view.h"
 
 namespace il::ops {
 
@@ -43,13 +44,13 @@ class PackedWeight {
 // a weight this way once; attention packs each block of keys this way per call.
 void pack_panels(const float* src, std::size_t ld, std::size_t count, std::size_t width, float* dst);
 
+// The CPU GEMM's arguments: f32 views (the weight is packed f32 by construction); the CUDA GEMM
+// takes ops/gemm_cuda.h's GemmCudaArgs, with the weight as a view in the activations' type.
 struct PackedGemmArgs {
-  const float* x = nullptr;
-  std::size_t ldx = 0;
+  ConstTensorView x;     // [m, k]
   const PackedWeight* w = nullptr;
-  const float* bias = nullptr;  // [n] or null
-  float* y = nullptr;
-  std::size_t ldy = 0;
+  ConstTensorView bias;  // [n] or absent
+  TensorView y;          // [m, n]
   std::size_t m = 0;
   Activation act = Activation::kNone;
 };

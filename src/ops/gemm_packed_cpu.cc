@@ -25,6 +25,18 @@ constexpr std::size_t kSerialWork = 1u << 17;  // m·n·k below which threads co
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
+// PackedGemmArgs with its f32 arrays checked and unwrapped.
+struct F32Gemm {
+  const float* x;
+  std::size_t ldx;
+  const PackedWeight* w;
+  const float* bias;
+  float* y;
+  std::size_t ldy;
+  std::size_t m;
+  Activation act;
+};
+
 // Where a task's kernel tiles read A from. A short batch (one row block) reads x where it lies:
 // packing it once for all tasks cost a parallel section (a synchronisation of every thread) per
 // GEMM, and was slower at every 1×16 … 1×64 point measured on 16 cores (docs/perf-history.md).
@@ -41,7 +53,7 @@ bool prefetch_next_block() {
 
 // Rows [r0, r0 + rows) × depth [k0, k0 + kc) of x into micro-panels of mr rows, k-major, the
 // missing rows of the last micro-panel zero.
-void pack_rows(const PackedGemmArgs& a, std::size_t r0, std::size_t rows, std::size_t k0,
+void pack_rows(const F32Gemm& a, std::size_t r0, std::size_t rows, std::size_t k0,
                std::size_t kc, std::size_t mr, float* dst) {
   for (std::size_t i0 = 0; i0 < rows; i0 += mr) {
     const std::size_t h = std::min(mr, rows - i0);
@@ -137,7 +149,7 @@ std::size_t task_col0(const Blocking& blk, std::size_t task) {
   return unit_task * blk.units * blk.unit;
 }
 
-void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, std::size_t task,
+void run_task(const F32Gemm& a, const Kernel& kern, const Blocking& blk, std::size_t task,
               ASource source, Lookahead* ahead = nullptr) {
   const PackedWeight& w = *a.w;
   const std::size_t row_task = blk.panel_major ? task % blk.row_tasks : task / blk.unit_tasks;
@@ -210,11 +222,13 @@ void run_task(const PackedGemmArgs& a, const Kernel& kern, const Blocking& blk, 
     }
   }
   if (a.act != Activation::kNone)
-    apply_activation_rows(a.act, a.y + r0 * a.ldy + col0, rows, col1 - col0, a.ldy);
+    bias_activation_cpu({f32_view(a.y + r0 * a.ldy + col0, a.ldy), {}, rows, col1 - col0, a.act});
 }
 
-void run(const PackedGemmArgs& a, ThreadPool& pool, const Kernel& kern) {
-  check(a.x && a.w && a.y, "gemm: null operand");
+void run(const PackedGemmArgs& args, ThreadPool& pool, const Kernel& kern) {
+  check(args.x.data && args.w && args.y.data, "gemm: null operand");
+  const F32Gemm a{f32_data(args.x, "gemm"), args.x.ld, args.w,   f32_data(args.bias, "gemm"),
+                  f32_data(args.y, "gemm"), args.y.ld, args.m, args.act};
   check(a.ldx >= a.w->k() && a.ldy >= a.w->n(), "gemm: row stride smaller than the row (ldx ",
         a.ldx, " k ", a.w->k(), " ldy ", a.ldy, " n ", a.w->n(), ")");
   if (a.m == 0 || a.w->n() == 0) return;

@@ -190,19 +190,19 @@ void launch(const SkinnyParams<T>& p, cudaStream_t stream) {
 bool skinny_gemm_applies(const GemmCudaArgs& a) {
   if (a.m == 0 || a.m > kSkinnyMaxRows || a.n >= (std::size_t{1} << 30) || a.k >= (std::size_t{1} << 30)) return false;
   bool ok = false;
-  elem::dispatch(a.type, [&](auto tag) {
+  elem::dispatch(a.type(), [&](auto tag) {
     using T = decltype(tag);
-    ok = elem::vectorizable<T>(a.x, a.ldx, a.k) && elem::vectorizable<T>(a.w, a.k, a.k);
+    ok = elem::vectorizable<T>(a.x.data, a.x.ld, a.k) && elem::vectorizable<T>(a.w.data, a.k, a.k);
   });
   return ok;
 }
 
 void skinny_gemm_cuda(const GemmCudaArgs& a, cudaStream_t stream) {
   check(skinny_gemm_applies(a), "skinny gemm: shape or alignment it does not handle (m ", a.m, ", k ", a.k, ")");
-  elem::dispatch(a.type, [&](auto tag) {
+  elem::dispatch(a.type(), [&](auto tag) {
     using T = decltype(tag);
-    const SkinnyParams<T> p{static_cast<const T*>(a.x), a.ldx, static_cast<const T*>(a.w),
-                            static_cast<const T*>(a.bias), static_cast<T*>(a.y), a.ldy,
+    const SkinnyParams<T> p{static_cast<const T*>(a.x.data), a.x.ld, static_cast<const T*>(a.w.data),
+                            static_cast<const T*>(a.bias.data), static_cast<T*>(a.y.data), a.y.ld,
                             static_cast<int>(a.m), static_cast<int>(a.n), static_cast<int>(a.k), a.act};
     if constexpr (std::is_same_v<T, float>) {
       if (a.m <= 1) return launch<T, 1>(p, stream);

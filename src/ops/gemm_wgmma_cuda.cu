@@ -308,9 +308,9 @@ unsigned launch(const GemmCudaArgs& a, cudaStream_t stream, bool go) {
     IL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_gemm_kernel<T, BN, A, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(Cfg::kSharedBytes)));
   });
-  const CUtensorMap map_x = tensor_map(a.x, a.m, a.k, a.ldx, kBM, kBK, a.type);
-  const CUtensorMap map_w = tensor_map(a.w, a.n, a.k, a.k, BN / C, kBK, a.type);
-  const CUtensorMap map_y = tensor_map(a.y, a.m, a.n, a.ldy, 64, 64, a.type);
+  const CUtensorMap map_x = tensor_map(a.x.data, a.m, a.k, a.x.ld, kBM, kBK, a.type());
+  const CUtensorMap map_w = tensor_map(a.w.data, a.n, a.k, a.k, BN / C, kBK, a.type());
+  const CUtensorMap map_y = tensor_map(a.y.data, a.m, a.n, a.y.ld, 64, 64, a.type());
   const std::size_t tiles = ((a.m + kBM - 1) / kBM + C - 1) / C * ((a.n + BN - 1) / BN);
   const auto clusters =
       std::min<std::size_t>(tiles, static_cast<std::size_t>(resident_clusters<T, BN, A, C>(Cfg::kSharedBytes)));
@@ -329,7 +329,7 @@ unsigned launch(const GemmCudaArgs& a, cudaStream_t stream, bool go) {
   cfg.attrs = attrs;
   cfg.numAttrs = pdl::enabled() ? 2 : 1;
   IL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, wgmma_gemm_kernel<T, BN, A, C>, map_x, map_w, map_y,
-                                   static_cast<const T*>(a.bias), static_cast<int>(a.m), static_cast<int>(a.n),
+                                   static_cast<const T*>(a.bias.data), static_cast<int>(a.m), static_cast<int>(a.n),
                                    static_cast<int>(a.k)));
   return static_cast<unsigned>(clusters * C);
 }
@@ -363,7 +363,7 @@ unsigned dispatch(const GemmCudaArgs& a, int tile_n, int cluster, cudaStream_t s
   check(tile_n == 128 || tile_n == 192, "wgmma gemm: tile width must be 128 or 192, got ", tile_n);
   check(cluster >= 0 && cluster <= 2, "wgmma gemm: cluster size must be 1 or 2 (0: the default), got ", cluster);
   if (cluster == 0) cluster = default_cluster();
-  if (a.type == DType::kF16) {
+  if (a.type() == DType::kF16) {
     if (tile_n == 192) return launch_for_activation<__half, 192>(a, cluster, stream, go);
     return launch_for_activation<__half, 128>(a, cluster, stream, go);
   }
@@ -374,14 +374,14 @@ unsigned dispatch(const GemmCudaArgs& a, int tile_n, int cluster, cudaStream_t s
 }  // namespace
 
 bool wgmma_gemm_applies(const GemmCudaArgs& a) {
-  if (a.type == DType::kF32 || a.m == 0 || a.n == 0 || a.k == 0) return false;
+  if (a.type() == DType::kF32 || a.m == 0 || a.n == 0 || a.k == 0) return false;
   if (a.act != Activation::kNone && a.act != Activation::kGeluErf && a.act != Activation::kGeluTanh) return false;
   const auto aligned = [](const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
   // TMA (x and W in, y out): 16-byte aligned bases and row pitches; bias read as pairs.
-  if (!aligned(a.x, 16) || !aligned(a.w, 16) || a.ldx % 8 != 0 || a.k % 8 != 0) return false;
-  if (!aligned(a.y, 16) || a.ldy % 8 != 0 || a.n % 2 != 0 || (a.bias != nullptr && !aligned(a.bias, 4))) return false;
+  if (!aligned(a.x.data, 16) || !aligned(a.w.data, 16) || a.x.ld % 8 != 0 || a.k % 8 != 0) return false;
+  if (!aligned(a.y.data, 16) || a.y.ld % 8 != 0 || a.n % 2 != 0 || (a.bias.data != nullptr && !aligned(a.bias.data, 4))) return false;
   if (a.m >= (std::size_t{1} << 31) || a.n >= (std::size_t{1} << 31) || a.k >= (std::size_t{1} << 31) ||
-      a.ldy >= (std::size_t{1} << 31))
+      a.y.ld >= (std::size_t{1} << 31))
     return false;
   return current_device_is_sm90() && tensor_maps_available();
 }

@@ -7,19 +7,20 @@
 
 #include "core/thread_pool.h"
 #include "inferencelayer/types.h"
+#include "ops/tensor_view.h"
 
 namespace il::ops {
 
 struct GluArgs {
-  const float* x = nullptr;  // [rows, 2n] (row stride ldx)
-  std::size_t ldx = 0;
-  float* out = nullptr;      // [rows, n]; may not overlap x unless it is x itself
-  std::size_t ldo = 0;
+  ConstTensorView x;  // [rows, 2n]
+  TensorView out;     // [rows, n], x's element type; may not overlap x unless it is x itself
   std::size_t rows = 0, n = 0;
   Activation act = Activation::kSilu;
 };
 
+// The checks both backends make: operands present and of one element type, strides that fit.
 void check_glu(const GluArgs& a, const char* what = "glu");
+// f32 operands only.
 void glu_cpu(const GluArgs& a, ThreadPool& pool);
 
 }  // namespace il::ops

@@ -7,8 +7,17 @@
 namespace il::ops {
 namespace {
 
+// The f32 arrays of GluArgs.
+struct GluF32 {
+  const float* x;
+  std::size_t ldx;
+  float* out;
+  std::size_t ldo, n;
+  Activation act;
+};
+
 template <typename F>
-inline void gate_rows(const GluArgs& a, std::size_t r0, std::size_t r1, F act) {
+inline void gate_rows(const GluF32& a, std::size_t r0, std::size_t r1, F act) {
   for (std::size_t r = r0; r < r1; ++r) {
     const float* gate = a.x + r * a.ldx;
     const float* up = gate + a.n;
@@ -18,7 +27,7 @@ inline void gate_rows(const GluArgs& a, std::size_t r0, std::size_t r1, F act) {
 }
 
 // The switch sits outside the loops so each inner loop is one vectorisable pass.
-[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void glu_rows(const GluArgs& a, std::size_t r0,
+[[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void glu_rows(const GluF32& a, std::size_t r0,
                                                                                        std::size_t r1) {
   switch (a.act) {
     case Activation::kNone: return gate_rows(a, r0, r1, [](float v) { return v; });
@@ -33,15 +42,18 @@ inline void gate_rows(const GluArgs& a, std::size_t r0, std::size_t r1, F act) {
 }  // namespace
 
 void check_glu(const GluArgs& a, const char* what) {
-  check(a.x && a.out, what, ": null operand");
-  check(a.n > 0 && a.ldx >= 2 * a.n && a.ldo >= a.n, what, ": row strides (", a.ldx, ", ", a.ldo,
+  check(a.x.data && a.out.data, what, ": null operand");
+  check(a.x.dtype == a.out.dtype, what, ": input ", dtype_name(a.x.dtype), " and output ", dtype_name(a.out.dtype),
+        " differ in element type");
+  check(a.n > 0 && a.x.ld >= 2 * a.n && a.out.ld >= a.n, what, ": row strides (", a.x.ld, ", ", a.out.ld,
         ") too small for ", a.n, " gated columns");
 }
 
 void glu_cpu(const GluArgs& a, ThreadPool& pool) {
   check_glu(a);
+  const GluF32 rows{f32_data(a.x, "glu"), a.x.ld, f32_data(a.out, "glu"), a.out.ld, a.n, a.act};
   const std::size_t grain = std::max<std::size_t>(1, 8192 / a.n);
-  pool.parallel_for(a.rows, grain, [&](std::size_t r0, std::size_t r1) { glu_rows(a, r0, r1); });
+  pool.parallel_for(a.rows, grain, [&](std::size_t r0, std::size_t r1) { glu_rows(rows, r0, r1); });
 }
 
 }  // namespace il::ops

@@ -44,51 +44,92 @@ __global__ void glu_vec_kernel(const T* x, unsigned ldx_vecs, T* out, unsigned l
   elem::store_vec(out + (r * ldo_vecs + c) * V, y);
 }
 
-template <Activation A, typename T>
-void launch(const GluArgs& a, cudaStream_t stream) {
+// The vector kernel needs x's gate and up halves and out in aligned 16-byte vectors (the up
+// half starts n columns in: aligned when n is a multiple of V) and strides that index in 32 bits.
+template <typename T>
+bool vector_ok(const GluArgs& a) {
   constexpr std::size_t V = elem::kVec<T>;
-  const T* x = reinterpret_cast<const T*>(a.x);
-  T* out = reinterpret_cast<T*>(a.out);
-  // The up half starts n columns in: aligned when n is a multiple of V.
-  const bool vec = elem::vectorizable<T>(x, a.ldx, a.n) && elem::vectorizable<T>(out, a.ldo, a.n) &&
-                   a.ldx / V < (1u << 31) && a.ldo / V < (1u << 31);
-  if (vec) {
-    const std::size_t total = a.rows * (a.n / V);
-    const std::size_t blocks = (total + kThreads - 1) / kThreads;
-    check(blocks < (std::size_t{1} << 31), "glu: too many rows for one launch");
-    pdl::launch(glu_vec_kernel<A, T>, static_cast<unsigned>(blocks), kThreads, 0, stream, x,
-                static_cast<unsigned>(a.ldx / V), out, static_cast<unsigned>(a.ldo / V), static_cast<unsigned>(a.n / V),
-                total);
-    return;
-  }
-  // Rows past 65535 would not fit the grid's y: split the launch.
-  for (std::size_t r0 = 0; r0 < a.rows; r0 += 65535) {
-    const std::size_t rows = std::min<std::size_t>(65535, a.rows - r0);
-    const dim3 grid(static_cast<unsigned>((a.n + kThreads - 1) / kThreads), static_cast<unsigned>(rows));
-    pdl::launch(glu_kernel<A, T>, grid, kThreads, 0, stream, x + r0 * a.ldx, a.ldx, out + r0 * a.ldo, a.ldo,
-                static_cast<unsigned>(a.n));
+  return elem::vectorizable<T>(a.x.data, a.x.ld, a.n) && elem::vectorizable<T>(a.out.data, a.out.ld, a.n) &&
+         a.x.ld / V < (1u << 31) && a.out.ld / V < (1u << 31);
+}
+
+template <Activation A, typename T>
+void launch(GluKernel k, const GluArgs& a, cudaStream_t stream) {
+  constexpr std::size_t V = elem::kVec<T>;
+  const T* x = static_cast<const T*>(a.x.data);
+  T* out = static_cast<T*>(a.out.data);
+  const std::size_t ldx = a.x.ld, ldo = a.out.ld;
+  switch (k) {
+    case GluKernel::kVector: {
+      const std::size_t total = a.rows * (a.n / V);
+      const std::size_t blocks = (total + kThreads - 1) / kThreads;
+      check(blocks < (std::size_t{1} << 31), "glu: too many rows for one launch");
+      pdl::launch(glu_vec_kernel<A, T>, static_cast<unsigned>(blocks), kThreads, 0, stream, x,
+                  static_cast<unsigned>(ldx / V), out, static_cast<unsigned>(ldo / V), static_cast<unsigned>(a.n / V),
+                  total);
+      return;
+    }
+    case GluKernel::kElement:
+      // Rows past 65535 would not fit the grid's y: split the launch.
+      for (std::size_t r0 = 0; r0 < a.rows; r0 += 65535) {
+        const std::size_t rows = std::min<std::size_t>(65535, a.rows - r0);
+        const dim3 grid(static_cast<unsigned>((a.n + kThreads - 1) / kThreads), static_cast<unsigned>(rows));
+        pdl::launch(glu_kernel<A, T>, grid, kThreads, 0, stream, x + r0 * ldx, ldx, out + r0 * ldo, ldo,
+                    static_cast<unsigned>(a.n));
+      }
+      return;
   }
 }
 
 template <typename T>
-void launch_act(const GluArgs& a, cudaStream_t stream) {
+void launch_act(GluKernel k, const GluArgs& a, cudaStream_t stream) {
   switch (a.act) {
-    case Activation::kNone: return launch<Activation::kNone, T>(a, stream);
-    case Activation::kGeluErf: return launch<Activation::kGeluErf, T>(a, stream);
-    case Activation::kGeluTanh: return launch<Activation::kGeluTanh, T>(a, stream);
-    case Activation::kSilu: return launch<Activation::kSilu, T>(a, stream);
-    case Activation::kRelu: return launch<Activation::kRelu, T>(a, stream);
-    case Activation::kTanh: return launch<Activation::kTanh, T>(a, stream);
+    case Activation::kNone: return launch<Activation::kNone, T>(k, a, stream);
+    case Activation::kGeluErf: return launch<Activation::kGeluErf, T>(k, a, stream);
+    case Activation::kGeluTanh: return launch<Activation::kGeluTanh, T>(k, a, stream);
+    case Activation::kSilu: return launch<Activation::kSilu, T>(k, a, stream);
+    case Activation::kRelu: return launch<Activation::kRelu, T>(k, a, stream);
+    case Activation::kTanh: return launch<Activation::kTanh, T>(k, a, stream);
   }
 }
 
 }  // namespace
 
-void glu_cuda(const GluArgs& a, cudaStream_t stream, DType type) {
-  check_glu(a);
+const char* glu_kernel_name(GluKernel k) {
+  switch (k) {
+    case GluKernel::kVector: return "vector";
+    case GluKernel::kElement: return "element";
+  }
+  return "?";
+}
+
+bool glu_kernel_supports(GluKernel k, const GluArgs& a) {
+  switch (k) {
+    case GluKernel::kVector: {
+      bool ok = false;
+      elem::dispatch(a.x.dtype, [&](auto tag) { ok = vector_ok<decltype(tag)>(a); });
+      return ok;
+    }
+    case GluKernel::kElement: return true;
+  }
+  return false;
+}
+
+GluKernel choose_glu_kernel(const GluArgs& a) {
+  return glu_kernel_supports(GluKernel::kVector, a) ? GluKernel::kVector : GluKernel::kElement;
+}
+
+void glu_launch_cuda(GluKernel k, const GluArgs& a, cudaStream_t stream) {
+  check_glu(a, "glu (CUDA)");
+  check(glu_kernel_supports(k, a), "glu (CUDA): the ", glu_kernel_name(k), " kernel does not support this layout");
   if (a.rows == 0) return;
   check(a.n < (1u << 31), "glu: too many columns for one launch");
-  elem::dispatch(type, [&](auto tag) { launch_act<decltype(tag)>(a, stream); });
+  elem::dispatch(a.x.dtype, [&](auto tag) { launch_act<decltype(tag)>(k, a, stream); });
+}
+
+void glu_cuda(const GluArgs& a, cudaStream_t stream) {
+  check_glu(a, "glu (CUDA)");
+  glu_launch_cuda(choose_glu_kernel(a), a, stream);
 }
 
 }  // namespace il::ops

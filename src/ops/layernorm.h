@@ -8,30 +8,30 @@
 #include <cstddef>
 
 #include "core/thread_pool.h"
+#include "ops/tensor_view.h"
 
 namespace il::ops {
 
 struct LayerNormArgs {
-  const float* x = nullptr;
-  std::size_t ldx = 0;
-  const float* residual = nullptr;  // optional, added before normalising
-  std::size_t ldr = 0;
-  const float* w = nullptr;         // [cols]
-  const float* b = nullptr;         // [cols] or null
-  float* out = nullptr;
-  std::size_t ldo = 0;
+  ConstTensorView x;
+  ConstTensorView residual;  // optional (data null), added before normalising
+  // [cols] (or [group]): f32 in every precision (they scale a normalised f32 value).
+  const float* w = nullptr;
+  const float* b = nullptr;  // or null
+  TensorView out;
   std::size_t rows = 0, cols = 0;
   float eps = 1e-12f;
   bool rms = false;
-  float* sum_out = nullptr;         // optional: x + residual
-  std::size_t lds = 0;
-  std::size_t group = 0;            // 0 = cols
+  TensorView sum_out;  // optional (data null): x + residual
+  std::size_t group = 0;  // 0 = cols
 };
 
-// The checks shared by both backends: operands present, group divides cols, sum_out only with a
-// residual. `what` names the step in the messages.
+// The checks shared by both backends: operands present, x, residual, out and sum_out of one
+// element type, group divides cols, sum_out only with a residual. `what` names the step in the
+// messages.
 void check_layernorm(const LayerNormArgs& a, const char* what = "layernorm");
 
+// f32 operands only.
 void layernorm_cpu(const LayerNormArgs& a, ThreadPool& pool);
 
 }  // namespace il::ops

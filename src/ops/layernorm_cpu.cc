@@ -59,14 +59,22 @@ constexpr std::size_t kLanes = 32;
 }  // namespace
 
 void check_layernorm(const LayerNormArgs& a, const char* what) {
-  check(a.x && a.w && a.out, what, ": null operand");
+  check(a.x.data && a.w && a.out.data, what, ": null operand");
+  const DType t = a.x.dtype;
+  check(a.out.dtype == t && (!a.residual.data || a.residual.dtype == t) && (!a.sum_out.data || a.sum_out.dtype == t),
+        what, ": operands differ in element type");
   check(a.cols > 0, what, ": zero columns");
   check(a.group == 0 || a.cols % a.group == 0, what, ": group of ", a.group, " columns does not divide ", a.cols);
-  check(!a.sum_out || a.residual, what, ": a sum output needs a residual input");
+  check(!a.sum_out.data || a.residual.data, what, ": a sum output needs a residual input");
 }
 
 void layernorm_cpu(const LayerNormArgs& a, ThreadPool& pool) {
   check_layernorm(a);
+  const float* const x = f32_data(a.x, "layernorm");
+  const float* const residual = f32_data(a.residual, "layernorm");
+  float* const out = f32_data(a.out, "layernorm");
+  float* const sum_out = f32_data(a.sum_out, "layernorm");
+  const std::size_t ldx = a.x.ld, ldr = a.residual.ld, ldo = a.out.ld, lds = a.sum_out.ld;
   const std::size_t group = a.group ? a.group : a.cols;
   // About 4K values per chunk (5 rows of 768): the rows were just written by every thread, so
   // spreading them wide pulls them from all caches at once; on 16 cores 4K measured faster than
@@ -77,8 +85,8 @@ void layernorm_cpu(const LayerNormArgs& a, ThreadPool& pool) {
     std::vector<float> v(group);
     for (std::size_t r = r0; r < r1; ++r) {
       for (std::size_t c = 0; c < a.cols; c += group)
-        normalize_row(a, group, a.x + r * a.ldx + c, a.residual ? a.residual + r * a.ldr + c : nullptr, v.data(),
-                      a.out + r * a.ldo + c, a.sum_out ? a.sum_out + r * a.lds + c : nullptr);
+        normalize_row(a, group, x + r * ldx + c, residual ? residual + r * ldr + c : nullptr, v.data(),
+                      out + r * ldo + c, sum_out ? sum_out + r * lds + c : nullptr);
     }
   });
 }

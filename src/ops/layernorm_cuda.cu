@@ -194,60 +194,102 @@ void launch_warp(const NormParams<T>& p, std::size_t rows, cudaStream_t stream) 
               static_cast<unsigned>(rows));
 }
 
-// True when the warp kernel ran (the row fits and every operand is vector-aligned).
-// `runs`: rows × groups. A run starts at a multiple of `cols` columns into its row, so a
+// The warp kernel takes rows whose every operand is vector-aligned and whose run fits in
+// kWarpMaxChunks vectors a lane. A run starts at a multiple of `group` columns into its row, so a
 // vectorisable run width keeps every run aligned.
 template <typename T>
-bool try_warp_kernel(const LayerNormArgs& a, const NormParams<T>& p, std::size_t runs, cudaStream_t stream) {
+bool warp_ok(const LayerNormArgs& a) {
   constexpr std::size_t V = elem::kVec<T>;
-  const std::size_t n = static_cast<std::size_t>(p.cols);
-  const bool aligned = elem::vectorizable<T>(a.x, a.ldx, n) && elem::vectorizable<T>(a.out, a.ldo, n) &&
-                       (!a.residual || elem::vectorizable<T>(a.residual, a.ldr, n)) &&
-                       (!a.sum_out || elem::vectorizable<T>(a.sum_out, a.lds, n)) &&
+  const std::size_t n = a.group ? a.group : a.cols;
+  const bool aligned = elem::vectorizable<T>(a.x.data, a.x.ld, n) && elem::vectorizable<T>(a.out.data, a.out.ld, n) &&
+                       (!a.residual.data || elem::vectorizable<T>(a.residual.data, a.residual.ld, n)) &&
+                       (!a.sum_out.data || elem::vectorizable<T>(a.sum_out.data, a.sum_out.ld, n)) &&
                        elem::vectorizable<float>(a.w, 0, n) && (!a.b || elem::vectorizable<float>(a.b, 0, n));
   const std::size_t chunks = (n / V + 31) / 32;
-  if (!aligned || chunks > kWarpMaxChunks) return false;
+  return aligned && chunks <= kWarpMaxChunks;
+}
+
+// `runs`: rows × groups.
+template <typename T>
+void launch_warp_kernel(const NormParams<T>& p, std::size_t runs, cudaStream_t stream) {
+  constexpr std::size_t V = elem::kVec<T>;
+  const std::size_t chunks = (static_cast<std::size_t>(p.cols) / V + 31) / 32;
   switch (chunks) {
-    case 1: launch_warp<T, 1>(p, runs, stream); break;
-    case 2: launch_warp<T, 2>(p, runs, stream); break;
-    case 3: launch_warp<T, 3>(p, runs, stream); break;
-    case 4: launch_warp<T, 4>(p, runs, stream); break;
+    case 1: return launch_warp<T, 1>(p, runs, stream);
+    case 2: return launch_warp<T, 2>(p, runs, stream);
+    case 3: return launch_warp<T, 3>(p, runs, stream);
+    case 4: return launch_warp<T, 4>(p, runs, stream);
     case 5:
-    case 6: launch_warp<T, 6>(p, runs, stream); break;
-    default: launch_warp<T, kWarpMaxChunks>(p, runs, stream); break;
+    case 6: return launch_warp<T, 6>(p, runs, stream);
+    default: return launch_warp<T, kWarpMaxChunks>(p, runs, stream);
   }
-  return true;
 }
 
 }  // namespace
 
-void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream, DType type) {
-  check_layernorm(a);
+const char* layernorm_kernel_name(LayerNormKernel k) {
+  switch (k) {
+    case LayerNormKernel::kWarp: return "warp";
+    case LayerNormKernel::kBlock: return "block";
+  }
+  return "?";
+}
+
+bool layernorm_kernel_supports(LayerNormKernel k, const LayerNormArgs& a) {
+  switch (k) {
+    case LayerNormKernel::kWarp: {
+      bool ok = false;
+      elem::dispatch(a.x.dtype, [&](auto tag) { ok = warp_ok<decltype(tag)>(a); });
+      return ok;
+    }
+    case LayerNormKernel::kBlock: return true;
+  }
+  return false;
+}
+
+LayerNormKernel choose_layernorm_kernel(const LayerNormArgs& a) {
+  return layernorm_kernel_supports(LayerNormKernel::kWarp, a) ? LayerNormKernel::kWarp : LayerNormKernel::kBlock;
+}
+
+void layernorm_launch_cuda(LayerNormKernel k, const LayerNormArgs& a, cudaStream_t stream) {
+  check_layernorm(a, "layernorm (CUDA)");
   check(a.cols <= kLayerNormMaxCols, "layernorm: ", a.cols, " columns outside 1..", kLayerNormMaxCols, " (CUDA)");
-  check(a.ldx >= a.cols && a.ldo >= a.cols && (!a.residual || a.ldr >= a.cols) && (!a.sum_out || a.lds >= a.cols),
+  check(a.x.ld >= a.cols && a.out.ld >= a.cols && (!a.residual.data || a.residual.ld >= a.cols) &&
+            (!a.sum_out.data || a.sum_out.ld >= a.cols),
         "layernorm: row stride smaller than the row");
+  check(layernorm_kernel_supports(k, a), "layernorm (CUDA): the ", layernorm_kernel_name(k),
+        " kernel does not support this layout");
   if (a.rows == 0) return;
   const std::size_t group = a.group ? a.group : a.cols, groups = a.cols / group, runs = a.rows * groups;
   check(runs < (1u << 31), "layernorm: too many rows for one launch");
-  elem::dispatch(type, [&](auto tag) {
+  elem::dispatch(a.x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const NormParams<T> p{reinterpret_cast<const T*>(a.x),
-                          a.ldx,
-                          reinterpret_cast<const T*>(a.residual),
-                          a.ldr,
+    const NormParams<T> p{static_cast<const T*>(a.x.data),
+                          a.x.ld,
+                          static_cast<const T*>(a.residual.data),
+                          a.residual.ld,
                           a.w,
                           a.b,
-                          reinterpret_cast<T*>(a.out),
-                          a.ldo,
-                          reinterpret_cast<T*>(a.sum_out),
-                          a.lds,
+                          static_cast<T*>(a.out.data),
+                          a.out.ld,
+                          static_cast<T*>(a.sum_out.data),
+                          a.sum_out.ld,
                           static_cast<int>(group),
                           static_cast<int>(groups),
                           a.eps,
                           a.rms};
-    if (try_warp_kernel(a, p, runs, stream)) return;
-    pdl::launch(layernorm_kernel<T>, static_cast<unsigned>(runs), kThreads, group * sizeof(float), stream, p);
+    switch (k) {
+      case LayerNormKernel::kWarp: return launch_warp_kernel(p, runs, stream);
+      case LayerNormKernel::kBlock:
+        return pdl::launch(layernorm_kernel<T>, static_cast<unsigned>(runs), kThreads, group * sizeof(float), stream,
+                           p);
+    }
   });
+}
+
+void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream) {
+  check_layernorm(a, "layernorm (CUDA)");
+  layernorm_launch_cuda(choose_layernorm_kernel(a), a, stream);
 }
 
 }  // namespace il::ops

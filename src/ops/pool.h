@@ -13,14 +13,13 @@
 
 #include "core/thread_pool.h"
 #include "inferencelayer/types.h"
+#include "ops/tensor_view.h"
 
 namespace il::ops {
 
 struct PoolArgs {
-  const float* x = nullptr;
-  std::size_t ldx = 0;
-  float* out = nullptr;  // [num_seqs, cols]
-  std::size_t ldo = 0;
+  ConstTensorView x;
+  TensorView out;  // [num_seqs, cols]; on CUDA f32 or x's element type
   const int32_t* seq_starts = nullptr;
   std::size_t num_seqs = 0;
   std::size_t cols = 0;
@@ -29,15 +28,16 @@ struct PoolArgs {
   bool one_row_per_sequence = false;
 };
 
+// f32 operands only.
 void pool_cpu(const PoolArgs& a, ThreadPool& pool);
 
 // Scales each row to unit L2 norm; an all-zero row stays zero (as torch's F.normalize).
 struct L2RowsArgs {
-  float* x = nullptr;
-  std::size_t ldx = 0;
+  TensorView x;  // normalised in place
   std::size_t rows = 0, cols = 0;
 };
 
+// f32 x only.
 void l2_rows_cpu(const L2RowsArgs& a, ThreadPool& pool);
 
 }  // namespace il::ops

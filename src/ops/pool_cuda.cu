@@ -24,7 +24,7 @@ __global__ void pool_kernel(const T* x, std::size_t ldx, PoolArgs p) {
   // Pool starts come from the host, clamped to the sequence there (runtime/batching.cc).
   const std::size_t begin = static_cast<std::size_t>(
       p.mode == PoolingMode::kCls || !p.pool_starts ? p.seq_starts[s] : p.pool_starts[s]);
-  TOut* out = reinterpret_cast<TOut*>(p.out) + s * p.ldo;
+  TOut* out = static_cast<TOut*>(p.out.data) + s * p.out.ld;
   if (end <= begin) {  // an empty range pools to zeros rather than reading its neighbour
     elem::store(out + j, 0.0f);
     return;
@@ -63,9 +63,9 @@ __global__ void l2_rows_kernel(T* x, std::size_t ldx, std::size_t cols) {
 
 }  // namespace
 
-void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in, DType out) {
-  check(a.x && a.out && a.seq_starts, "pool: null operand");
-  check(a.ldx >= a.cols && a.ldo >= a.cols, "pool: row stride smaller than the row");
+void pool_cuda(const PoolArgs& a, cudaStream_t stream) {
+  check(a.x.data && a.out.data && a.seq_starts, "pool: null operand");
+  check(a.x.ld >= a.cols && a.out.ld >= a.cols, "pool: row stride smaller than the row");
   check(!a.one_row_per_sequence || a.mode != PoolingMode::kMean,
         "pool: one row per sequence (the selected rows) pools by CLS or last token only");
   if (a.num_seqs == 0 || a.cols == 0) return;
@@ -73,25 +73,27 @@ void pool_cuda(const PoolArgs& a, cudaStream_t stream, DType in, DType out) {
   const dim3 grid(static_cast<unsigned>(a.num_seqs),
                   static_cast<unsigned>((a.cols + kPoolThreads - 1) / kPoolThreads));
   // Only the combinations the executor uses: f32 rows from any type, or a type kept as it is.
+  const DType in = a.x.dtype, out = a.out.dtype;
   check(out == DType::kF32 || out == in, "pool: output type must be f32 or the input's");
   elem::dispatch(in, [&](auto tag) {
     using T = decltype(tag);
+    const T* x = static_cast<const T*>(a.x.data);
     if (out == DType::kF32)
-      pdl::launch(pool_kernel<T, float>, grid, kPoolThreads, 0, stream, reinterpret_cast<const T*>(a.x), a.ldx, a);
+      pdl::launch(pool_kernel<T, float>, grid, kPoolThreads, 0, stream, x, a.x.ld, a);
     else
-      pdl::launch(pool_kernel<T, T>, grid, kPoolThreads, 0, stream, reinterpret_cast<const T*>(a.x), a.ldx, a);
+      pdl::launch(pool_kernel<T, T>, grid, kPoolThreads, 0, stream, x, a.x.ld, a);
   });
 }
 
-void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream, DType type) {
-  check(a.x != nullptr || a.rows == 0, "l2_rows: null operand");
-  check(a.ldx >= a.cols, "l2_rows: row stride smaller than the row");
+void l2_rows_cuda(const L2RowsArgs& a, cudaStream_t stream) {
+  check(a.x.data != nullptr || a.rows == 0, "l2_rows: null operand");
+  check(a.x.ld >= a.cols, "l2_rows: row stride smaller than the row");
   if (a.rows == 0 || a.cols == 0) return;
   check(a.rows < (1u << 31), "l2_rows: too many rows for one launch");
-  elem::dispatch(type, [&](auto tag) {
+  elem::dispatch(a.x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    pdl::launch(l2_rows_kernel<T>, static_cast<unsigned>(a.rows), kL2Threads, 0, stream, reinterpret_cast<T*>(a.x),
-                a.ldx, a.cols);
+    pdl::launch(l2_rows_kernel<T>, static_cast<unsigned>(a.rows), kL2Threads, 0, stream, static_cast<T*>(a.x.data),
+                a.x.ld, a.cols);
   });
 }
 

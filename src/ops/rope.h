@@ -9,12 +9,12 @@
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "ops/tensor_view.h"
 
 namespace il::ops {
 
 struct RopeArgs {
-  float* x = nullptr;                  // [rows, ldx]
-  std::size_t ldx = 0;
+  TensorView x;                        // [rows, ≥ heads · head_dim], rotated in place
   const int32_t* positions = nullptr;  // [rows]
   std::size_t rows = 0;
   std::size_t heads = 0, head_dim = 0, rotary_dim = 0;
@@ -22,6 +22,7 @@ struct RopeArgs {
 };
 
 void check_rope(const RopeArgs& a, const char* what = "rope");
+// f32 x only.
 void rope_cpu(const RopeArgs& a, ThreadPool& pool);
 
 // inv_freq[j] for j < rotary_dim / 2, as transformers computes it in float32.

@@ -14,15 +14,17 @@ float rope_inv_freq(float theta, std::size_t j, std::size_t rotary_dim) {
 }
 
 void check_rope(const RopeArgs& a, const char* what) {
-  check(a.x && a.positions, what, ": null operand");
+  check(a.x.data && a.positions, what, ": null operand");
   check(a.heads > 0 && a.head_dim > 0, what, ": no heads");
   check(a.rotary_dim > 0 && a.rotary_dim % 2 == 0 && a.rotary_dim <= a.head_dim, what, ": rotary_dim ", a.rotary_dim,
         " must be even and at most head_dim ", a.head_dim);
-  check(a.ldx >= a.heads * a.head_dim, what, ": row stride ", a.ldx, " smaller than heads × head_dim");
+  check(a.x.ld >= a.heads * a.head_dim, what, ": row stride ", a.x.ld, " smaller than heads × head_dim");
 }
 
 void rope_cpu(const RopeArgs& a, ThreadPool& pool) {
   check_rope(a);
+  float* const xs = f32_data(a.x, "rope");
+  const std::size_t ldx = a.x.ld;
   const std::size_t half = a.rotary_dim / 2;
   std::vector<float> inv_freq(half);
   for (std::size_t j = 0; j < half; ++j) inv_freq[j] = rope_inv_freq(a.theta, j, a.rotary_dim);
@@ -35,7 +37,7 @@ void rope_cpu(const RopeArgs& a, ThreadPool& pool) {
         cos_row[j] = static_cast<float>(std::cos(angle));
         sin_row[j] = static_cast<float>(std::sin(angle));
       }
-      float* row = a.x + r * a.ldx;
+      float* row = xs + r * ldx;
       for (std::size_t h = 0; h < a.heads; ++h) {
         float* x = row + h * a.head_dim;
         for (std::size_t j = 0; j < half; ++j) {

@@ -56,7 +56,7 @@ __global__ void rope_kernel(RopeParams<T> p) {
 
 }  // namespace
 
-void rope_cuda(const RopeArgs& a, cudaStream_t stream, DType type) {
+void rope_cuda(const RopeArgs& a, cudaStream_t stream) {
   check_rope(a);
   check(a.rotary_dim <= kRopeMaxRotaryDim, "rope: rotary_dim ", a.rotary_dim, " above ", kRopeMaxRotaryDim, " (CUDA)");
   check(a.heads * a.head_dim < (1u << 31), "rope: row too wide for one launch");
@@ -65,11 +65,11 @@ void rope_cuda(const RopeArgs& a, cudaStream_t stream, DType type) {
   const int half = static_cast<int>(a.rotary_dim / 2);
   const int pairs = static_cast<int>(a.heads) * half;
   const unsigned threads = static_cast<unsigned>(std::min(256, (std::max(pairs, half) + 31) / 32 * 32));
-  elem::dispatch(type, [&](auto tag) {
+  elem::dispatch(a.x.dtype, [&](auto tag) {
     using T = decltype(tag);
     RopeParams<T> p{};
-    p.x = reinterpret_cast<T*>(a.x);
-    p.ldx = a.ldx;
+    p.x = static_cast<T*>(a.x.data);
+    p.ldx = a.x.ld;
     p.positions = a.positions;
     p.heads = static_cast<int>(a.heads);
     p.head_dim = static_cast<int>(a.head_dim);

@@ -69,7 +69,7 @@ std::unique_ptr<DeviceArray<T>> hashed_device(std::size_t count, float mean, flo
   } else {
     DeviceArray<float> f(v);
     auto h = std::make_unique<DeviceArray<T>>(std::vector<T>(count, 0));
-    ops::convert_cuda(f.get(), DType::kF32, h->get(), t, count, nullptr);
+    ops::convert_cuda({ops::f32_view(f.get()), {h->get(), t, 0}, count}, nullptr);
     IL_CUDA_CHECK(cudaDeviceSynchronize());
     return h;
   }
@@ -165,22 +165,19 @@ TEST(ForwardFloorTiming, DISABLED_BgeBase128x256F16) {
     const auto linear = [&](const DeviceArray<uint16_t>& x, std::size_t m, const DeviceArray<uint16_t>& w,
                             const DeviceArray<uint16_t>& b, std::size_t n, std::size_t k, DeviceArray<uint16_t>& y,
                             Activation act) {
-      gemm.run({x.get(), k, w.get(), n, k, b.get(), y.get(), n, m, act, t}, nullptr);
+      gemm.run({{x.get(), t, k}, {w.get(), t, k}, {b.get(), t, 0}, {y.get(), t, n}, m, n, k, act}, nullptr);
     };
     const auto layer_norm = [&](const DeviceArray<uint16_t>& x, const DeviceArray<uint16_t>& residual,
                                 DeviceArray<uint16_t>& out, std::size_t rows) {
       ops::LayerNormArgs a;
-      a.x = reinterpret_cast<const float*>(x.get());
-      a.ldx = kHidden;
-      a.residual = reinterpret_cast<const float*>(residual.get());
-      a.ldr = kHidden;
+      a.x = {x.get(), t, kHidden};
+      a.residual = {residual.get(), t, kHidden};
       a.w = ln_w->get();
       a.b = ln_b->get();
-      a.out = reinterpret_cast<float*>(out.get());
-      a.ldo = kHidden;
+      a.out = {out.get(), t, kHidden};
       a.rows = rows;
       a.cols = kHidden;
-      ops::layernorm_cuda(a, nullptr, t);
+      ops::layernorm_cuda(a, nullptr);
     };
     ops::HalfAttentionArgs attn;
     attn.q = qkv->get();
@@ -196,11 +193,10 @@ TEST(ForwardFloorTiming, DISABLED_BgeBase128x256F16) {
     attn.head_dim = kHeadDim;
     attn.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
     attn.type = ops::HalfType::kF16;
-    ops::AttentionArgs first{reinterpret_cast<const float*>(attn.q), attn.ldq,
-                             reinterpret_cast<const float*>(attn.k), attn.ldk,
-                             reinterpret_cast<const float*>(attn.v), attn.ldv,
-                             reinterpret_cast<float*>(ctx->get()), kHidden, seq_starts.get(), kSeqs, kHeads, kHeads,
-                             kHeadDim, attn.scale, ops::MaskMode::kBidirectional, 0};
+    const ops::AttentionCudaArgs first =
+        attention_args({attn.q, t, attn.ldq}, {attn.k, t, attn.ldk}, {attn.v, t, attn.ldv}, {ctx->get(), t, kHidden},
+                       seq_starts.get(), kSeqs, kHeads, kHeads, kHeadDim, attn.scale, ops::MaskMode::kBidirectional, 0,
+                       kLen, ops::AttentionQueries::kFirst);
 
     const auto forward = [&](Stage stage) {
       for (std::size_t l = 0; l < kLayers; ++l) {
@@ -212,7 +208,7 @@ TEST(ForwardFloorTiming, DISABLED_BgeBase128x256F16) {
           if (rows == kTokens) {
             ops::attention_half_cuda(attn, kLen, nullptr);
           } else {
-            ops::attention_first_cuda(first, nullptr, t);
+            ops::attention_first_cuda(first, nullptr);
           }
         }
         linear(*ctx, rows, *w_o, *b_o, kHidden, kHidden, *ao, Activation::kNone);
@@ -234,7 +230,7 @@ TEST(ForwardFloorTiming, DISABLED_BgeBase128x256F16) {
     const std::string part = std::string("bge-base f16 128x256, ") + d.name + ": alone, ";
     print(part + "attention (11 layers + first rows)", sustained([&] {
             for (std::size_t l = 0; l + 1 < kLayers; ++l) ops::attention_half_cuda(attn, kLen, nullptr);
-            ops::attention_first_cuda(first, nullptr, t);
+            ops::attention_first_cuda(first, nullptr);
           }, 100), 0.0);
     print(part + "layer norms (22 + 2 on first rows)", sustained([&] {
             for (std::size_t l = 0; l < kLayers; ++l) {
@@ -259,7 +255,9 @@ TEST(ForwardFloorTiming, DISABLED_BgeBase128x256F16) {
     auto a = hashed_device<uint16_t>(n * n, 0.0f, 1.0f, true, 40, t);
     auto w = hashed_device<uint16_t>(n * n, 0.0f, 0.02f, true, 41, t);
     DeviceArray<uint16_t> y(std::vector<uint16_t>(n * n, 0));
-    const auto product = [&] { gemm.run({a->get(), n, w->get(), n, n, nullptr, y.get(), n, n, Activation::kNone, t}, nullptr); };
+    const auto product = [&] {
+      gemm.run({{a->get(), t, n}, {w->get(), t, n}, {}, {y.get(), t, n}, n, n, n, Activation::kNone}, nullptr);
+    };
     product();  // tunes
     IL_CUDA_CHECK(cudaDeviceSynchronize());
     std::this_thread::sleep_for(std::chrono::seconds(2));  // let the clock recover

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "ops/attention.h"
+#include "ops/attention_dispatch_cuda.h"
 #include "ops/check_cuda.h"
+#include "ops/tensor_view.h"
 
 namespace il::test {
 
@@ -139,6 +141,36 @@ inline std::ostream& operator<<(std::ostream& os, const AttnCase& c) {
      << ", head_dim " << c.head_dim << (c.mask == ops::MaskMode::kCausal ? ", causal" : ", bidirectional")
      << ", window " << c.window;
   return os;
+}
+
+// The CUDA attention's arguments for q, k, v and out given as views of one element type.
+inline ops::AttentionCudaArgs attention_args(ops::ConstTensorView q, ops::ConstTensorView k, ops::ConstTensorView v,
+                                             ops::TensorView out, const int32_t* seq_starts, std::size_t num_seqs,
+                                             std::size_t heads, std::size_t kv_heads, std::size_t head_dim, float scale,
+                                             ops::MaskMode mask, std::size_t window, std::size_t max_seq_len,
+                                             ops::AttentionQueries queries = ops::AttentionQueries::kAll) {
+  EXPECT_TRUE(q.dtype == out.dtype && k.dtype == out.dtype && v.dtype == out.dtype) << "attention: mixed types";
+  ops::AttentionCudaArgs a;
+  a.q = q.data;
+  a.ldq = q.ld;
+  a.k = k.data;
+  a.ldk = k.ld;
+  a.v = v.data;
+  a.ldv = v.ld;
+  a.out = out.data;
+  a.ldo = out.ld;
+  a.seq_starts = seq_starts;
+  a.num_seqs = num_seqs;
+  a.heads = heads;
+  a.kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  a.scale = scale;
+  a.mask = mask;
+  a.window = window;
+  a.type = out.dtype;
+  a.queries = queries;
+  a.max_seq_len = max_seq_len;
+  return a;
 }
 
 // For the timing tests (not checks): the median of 20 CUDA-event timed runs of `launch` on the

@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "gpu_test_util.h"
 #include "ops/ops_cuda.h"
+#include "ops/tensor_view.h"
 
 namespace il::test {
 
@@ -37,11 +38,12 @@ class HalfArray {
  public:
   HalfArray(const std::vector<float>& host, DType t) : type_(t), data_(std::vector<uint16_t>(host.size(), 0)) {
     DeviceArray<float> src(host);
-    ops::convert_cuda(src.get(), DType::kF32, data_.get(), t, host.size(), nullptr);
+    ops::convert_cuda({ops::f32_view(src.get()), {data_.get(), t, 0}, host.size()}, nullptr);
     rounded_ = to_f32(data_.download(), t);
   }
   uint16_t* get() const { return data_.get(); }
-  float* as_float(std::size_t offset = 0) const { return reinterpret_cast<float*>(data_.get() + offset); }
+  // The array from element `offset` on, as an operand with row stride ld.
+  ops::TensorView view(std::size_t offset = 0, std::size_t ld = 0) const { return {data_.get() + offset, type_, ld}; }
   const std::vector<float>& rounded() const { return rounded_; }
   std::vector<float> download() const { return to_f32(data_.download(), type_); }
 

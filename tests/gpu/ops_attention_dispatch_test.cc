@@ -82,7 +82,7 @@ TEST(GpuAttentionDispatch, PicksTheFirstSupportingKernelAndLaunchesItsBits) {
       IL_CUDA_CHECK(cudaMemcpy(in.get(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
     } else {
       DeviceArray<float> src(host);
-      ops::convert_cuda(src.get(), DType::kF32, in.get(), c.type, host.size(), nullptr);
+      ops::convert_cuda({ops::f32_view(src.get()), {in.get(), c.type, 0}, host.size()}, nullptr);
     }
     AttentionCudaArgs a;
     a.q = in.get();

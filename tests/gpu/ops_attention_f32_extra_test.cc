@@ -40,17 +40,19 @@ double aligned_error(const AttnCase& c, DType t, uint32_t seed) {
   std::vector<float> inputs, got;  // what the kernel read (rounded to t), what it wrote
   if (t == DType::kF32) {
     DeviceArray<float> dp(packed), dout(cpu);
-    ops::attention_cuda({dp.get(), ld, dp.get() + qw, ld, dp.get() + qw + kvw, ld, dout.get() + col, ldo,
-                         dstarts.get(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
-                        longest(c.lengths), nullptr, t);
+    ops::attention_cuda(attention_args(ops::f32_view(dp.get(), ld), ops::f32_view(dp.get() + qw, ld),
+                                       ops::f32_view(dp.get() + qw + kvw, ld), ops::f32_view(dout.get() + col, ldo),
+                                       dstarts.get(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask,
+                                       c.window, longest(c.lengths)),
+                        nullptr);
     inputs = packed;
     got = dout.download();
   } else {
     const HalfArray qkv(packed, t), out(cpu, t);  // the sentinel −0.75 is exact in both types
-    ops::attention_cuda({qkv.as_float(), ld, qkv.as_float(qw), ld, qkv.as_float(qw + kvw), ld, out.as_float(col),
-                         ldo, dstarts.get(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask,
-                         c.window},
-                        longest(c.lengths), nullptr, t);
+    ops::attention_cuda(attention_args(qkv.view(0, ld), qkv.view(qw, ld), qkv.view(qw + kvw, ld), out.view(col, ldo),
+                                       dstarts.get(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask,
+                                       c.window, longest(c.lengths)),
+                        nullptr);
     inputs = qkv.rounded();
     got = out.download();
   }

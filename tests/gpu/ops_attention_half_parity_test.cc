@@ -501,10 +501,12 @@ TEST(GpuHalfAttentionTiming, DISABLED_PrintTimings) {
       }
     }
     DeviceArray<float> dp32(packed), dout32(std::vector<float>(total * qw, 0.0f));
-    const ops::AttentionArgs a32{dp32.get(), ld, dp32.get() + qw, ld, dp32.get() + qw + kvw, ld, dout32.get(), qw,
-                                 dstarts.get(), s.seqs, s.heads, s.kv_heads, s.head_dim,
-                                 1.0f / std::sqrt(static_cast<float>(s.head_dim)), s.mask, 0};
-    const double ms32 = median_ms([&] { ops::attention_cuda(a32, s.len, nullptr); });
+    const ops::AttentionCudaArgs a32 =
+        attention_args(ops::f32_view(dp32.get(), ld), ops::f32_view(dp32.get() + qw, ld),
+                       ops::f32_view(dp32.get() + qw + kvw, ld), ops::f32_view(dout32.get(), qw), dstarts.get(), s.seqs,
+                       s.heads, s.kv_heads, s.head_dim, 1.0f / std::sqrt(static_cast<float>(s.head_dim)), s.mask, 0,
+                       s.len);
+    const double ms32 = median_ms([&] { ops::attention_cuda(a32, nullptr); });
     std::printf("[half attention timing] %-26s f32  %8.4f ms  %7.1f TFLOP/s\n", s.name, ms32,
                 flops / (ms32 * 1e-3) / 1e12);
   }

@@ -18,6 +18,8 @@
 namespace il::test {
 namespace {
 
+using ops::f32_view;
+
 constexpr double kTol = 1e-4;
 constexpr float kSentinel = -0.75f;  // small: it counts in the scale the tolerance is relative to
 
@@ -37,9 +39,11 @@ double attention_error(const AttnCase& c, uint32_t seed) {
                      pool);
   DeviceArray<float> dp(packed), dout(std::vector<float>(total * ldo, kSentinel));
   DeviceArray<int32_t> dstarts(starts);
-  ops::attention_cuda({dp.get(), ld, dp.get() + qw, ld, dp.get() + qw + kvw, ld, dout.get() + 1, ldo, dstarts.get(),
-                       c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
-                      longest(c.lengths), nullptr);
+  ops::attention_cuda(attention_args(f32_view(dp.get(), ld), f32_view(dp.get() + qw, ld),
+                                     f32_view(dp.get() + qw + kvw, ld), f32_view(dout.get() + 1, ldo), dstarts.get(),
+                                     c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window,
+                                     longest(c.lengths)),
+                      nullptr);
   const auto out_gpu = dout.download();
   return rel_error(out_gpu, out_cpu);
 }
@@ -96,20 +100,23 @@ TEST_P(GpuAttention, FirstAndLastRowsMatchCpu) {
                                         c.window};
       if (last) ops::attention_last_cpu(cpu_args, pool);
       else ops::attention_first_cpu(cpu_args, pool);
-      const auto launch = [&](const ops::AttentionArgs& a) {
-        if (last) ops::attention_last_cuda(a, nullptr, t);
-        else ops::attention_first_cuda(a, nullptr, t);
+      const auto launch = [&](ops::ConstTensorView q, ops::ConstTensorView k, ops::ConstTensorView v,
+                              ops::TensorView out) {
+        const ops::AttentionCudaArgs a =
+            attention_args(q, k, v, out, dstarts.get(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window,
+                           longest(c.lengths), last ? ops::AttentionQueries::kLast : ops::AttentionQueries::kFirst);
+        if (last) ops::attention_last_cuda(a, nullptr);
+        else ops::attention_first_cuda(a, nullptr);
       };
       std::vector<float> out_gpu;
       if (t == DType::kF32) {
         DeviceArray<float> dp(packed), dout(std::vector<float>(seqs * ldo, kSentinel));
-        launch({dp.get(), ld, dp.get() + qw, ld, dp.get() + qw + kvw, ld, dout.get() + 1, ldo, dstarts.get(), seqs,
-                c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window});
+        launch(f32_view(dp.get(), ld), f32_view(dp.get() + qw, ld), f32_view(dp.get() + qw + kvw, ld),
+               f32_view(dout.get() + 1, ldo));
         out_gpu = dout.download();
       } else {
         HalfArray dout(std::vector<float>(seqs * ldo, kSentinel), t);
-        launch({half.as_float(), ld, half.as_float(qw), ld, half.as_float(qw + kvw), ld, dout.as_float(1), ldo,
-                dstarts.get(), seqs, c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window});
+        launch(half.view(0, ld), half.view(qw, ld), half.view(qw + kvw, ld), dout.view(1, ldo));
         out_gpu = dout.download();
       }
       const double err = rel_error(out_gpu, out_cpu);
@@ -130,9 +137,8 @@ TEST(GpuPool, KeepsTheElementTypeForFirstTokenRows) {
   for (DType t : {DType::kF16, DType::kBF16}) {
     HalfArray x(random_vector(total * ldx, 5, 2.0f), t);
     HalfArray out(std::vector<float>(lengths.size() * cols, kSentinel), t);
-    ops::pool_cuda({x.as_float(), ldx, out.as_float(), cols, dstarts.get(), lengths.size(), cols, PoolingMode::kCls,
-                    nullptr},
-                   nullptr, t, t);
+    ops::pool_cuda(
+        {x.view(0, ldx), out.view(0, cols), dstarts.get(), lengths.size(), cols, PoolingMode::kCls, nullptr}, nullptr);
     const auto got = out.download();
     for (std::size_t s = 0; s < lengths.size(); ++s)
       for (std::size_t j = 0; j < cols; ++j) {
@@ -153,15 +159,16 @@ TEST(GpuAttentionLong, Sequence8192MatchesCpuWithoutDeviceAllocation) {
   const auto packed = random_vector(total * ld, 11, 1.0f);
   DeviceArray<float> dp(packed), dout(std::vector<float>(total * width, 0.0f));
   DeviceArray<int32_t> dstarts(starts);
-  ops::attention_cuda({dp.get(), ld, dp.get() + width, ld, dp.get() + 2 * width, ld, dout.get(), width, dstarts.get(),
-                       1, c.heads, c.heads, c.head_dim, 0.125f, c.mask, 0},
-                      1, nullptr);  // warm-up: a grid for 1 row computes only the first 32 rows
+  const auto args = [&](std::size_t max_seq_len) {
+    return attention_args(f32_view(dp.get(), ld), f32_view(dp.get() + width, ld), f32_view(dp.get() + 2 * width, ld),
+                          f32_view(dout.get(), width), dstarts.get(), 1, c.heads, c.heads, c.head_dim, 0.125f, c.mask,
+                          0, max_seq_len);
+  };
+  ops::attention_cuda(args(1), nullptr);  // warm-up: a grid for 1 row computes only the first 32 rows
   IL_CUDA_CHECK(cudaDeviceSynchronize());
   std::size_t free_before = 0, free_after = 0, total_mem = 0;
   IL_CUDA_CHECK(cudaMemGetInfo(&free_before, &total_mem));
-  ops::attention_cuda({dp.get(), ld, dp.get() + width, ld, dp.get() + 2 * width, ld, dout.get(), width, dstarts.get(),
-                       1, c.heads, c.heads, c.head_dim, 0.125f, c.mask, 0},
-                      total, nullptr);
+  ops::attention_cuda(args(total), nullptr);
   IL_CUDA_CHECK(cudaDeviceSynchronize());
   IL_CUDA_CHECK(cudaMemGetInfo(&free_after, &total_mem));
   const double grown_mib = (static_cast<double>(free_before) - static_cast<double>(free_after)) / (1 << 20);
@@ -200,14 +207,14 @@ TEST(GpuEmbed, MatchesCpuWithPositionsOffsetsAndTypes) {
     // 0: word + position + type ids; 1: type table without ids (all 0); 2: word only.
     const bool with_pos = variant < 2, with_type = variant < 2, with_ids = variant == 0;
     std::vector<float> out_cpu(total * ldo, kSentinel);
-    ops::embed_cpu({tokens.data(), with_ids ? types.data() : nullptr, starts.data(), lengths.size(), word.data(),
-                    with_pos ? pos.data() : nullptr, offset, with_type ? type.data() : nullptr, out_cpu.data() + 1,
-                    ldo, cols},
+    ops::embed_cpu({tokens.data(), with_ids ? types.data() : nullptr, starts.data(), lengths.size(),
+                    f32_view(word.data()), f32_view(with_pos ? pos.data() : nullptr), offset,
+                    f32_view(with_type ? type.data() : nullptr), f32_view(out_cpu.data() + 1, ldo), cols},
                    pool);
     DeviceArray<float> dout(std::vector<float>(total * ldo, kSentinel));
-    ops::embed_cuda({dtok.get(), with_ids ? dtypes.get() : nullptr, dstarts.get(), lengths.size(), dword.get(),
-                     with_pos ? dpos.get() : nullptr, offset, with_type ? dtype.get() : nullptr, dout.get() + 1, ldo,
-                     cols},
+    ops::embed_cuda({dtok.get(), with_ids ? dtypes.get() : nullptr, dstarts.get(), lengths.size(),
+                     f32_view(dword.get()), f32_view(with_pos ? dpos.get() : nullptr), offset,
+                     f32_view(with_type ? dtype.get() : nullptr), f32_view(dout.get() + 1, ldo), cols},
                     total, nullptr);
     EXPECT_LE(rel_error(dout.download(), out_cpu), kTol) << "variant " << variant;
   }
@@ -233,12 +240,12 @@ TEST(GpuPool, MatchesCpuForEveryModeAndEmptySequences) {
     for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken})
       for (bool skip : {false, true}) {
         std::vector<float> out_cpu(lengths.size() * ldo, kSentinel);
-        ops::pool_cpu({x.data() + 1, ldx, out_cpu.data(), ldo, starts.data(), lengths.size(), cols, mode,
-                       skip ? from.data() : nullptr},
+        ops::pool_cpu({f32_view(x.data() + 1, ldx), f32_view(out_cpu.data(), ldo), starts.data(), lengths.size(), cols,
+                       mode, skip ? from.data() : nullptr},
                       pool);
         DeviceArray<float> dout(std::vector<float>(lengths.size() * ldo, kSentinel));
-        ops::pool_cuda({dx.get() + 1, ldx, dout.get(), ldo, dstarts.get(), lengths.size(), cols, mode,
-                        skip ? dfrom.get() : nullptr},
+        ops::pool_cuda({f32_view(dx.get() + 1, ldx), f32_view(dout.get(), ldo), dstarts.get(), lengths.size(), cols,
+                        mode, skip ? dfrom.get() : nullptr},
                        nullptr);
         EXPECT_LE(rel_error(dout.download(), out_cpu), kTol)
             << "cols " << cols << " mode " << pooling_name(mode) << " pool starts " << skip;
@@ -254,9 +261,9 @@ TEST(GpuL2Rows, MatchesCpuAndLeavesZeroRowsZero) {
     auto x = random_vector(rows * ld, 41, 3.0f);
     for (std::size_t j = 0; j < cols; ++j) x[(rows / 2) * ld + 1 + j] = 0.0f;  // one all-zero row
     std::vector<float> cpu = x;
-    ops::l2_rows_cpu({cpu.data() + 1, ld, rows, cols}, pool);
+    ops::l2_rows_cpu({f32_view(cpu.data() + 1, ld), rows, cols}, pool);
     DeviceArray<float> dx(x);
-    ops::l2_rows_cuda({dx.get() + 1, ld, rows, cols}, nullptr);
+    ops::l2_rows_cuda({f32_view(dx.get() + 1, ld), rows, cols}, nullptr);
     EXPECT_LE(rel_error(dx.download(), cpu), kTol) << "rows " << rows;
   }
 }

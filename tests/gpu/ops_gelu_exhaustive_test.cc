@@ -37,8 +37,9 @@ void check_path(DType t, const Path& path) {
     for (std::size_t c = 0; c < kSide; ++c) host[r * path.ld + c] = static_cast<uint16_t>(r * kSide + c);
   DeviceArray<uint16_t> y(host);
   DeviceArray<uint16_t> zeros(std::vector<uint16_t>(kSide, 0));
-  ops::bias_activation_cuda(y.get(), path.ld, kSide, kSide, path.bias ? zeros.get() : nullptr, Activation::kGeluErf,
-                            nullptr, t);
+  ops::bias_activation_cuda({{y.get(), t, path.ld}, {path.bias ? zeros.get() : nullptr, t, 0}, kSide, kSide,
+                             Activation::kGeluErf},
+                            nullptr);
   IL_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<uint16_t> out = y.download();
   long differ = 0, worst = 0, nan_ok = 0, flushed = 0;

@@ -64,15 +64,18 @@ TEST_P(WgmmaGemm, MatchesCpuAtOddSizesTilesActivationsAndStrides) {
         for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh})
           for (bool with_bias : {false, true}) {
             std::vector<float> y_cpu(m * ldy + y_off, 0.5f);
-            ops::gemm_packed_cpu({x.rounded().data() + x_off, ldx, &packed, with_bias ? bias.rounded().data() : nullptr,
-                                  y_cpu.data() + y_off, ldy, m, act},
+            ops::gemm_packed_cpu({ops::f32_view(x.rounded().data() + x_off, ldx), &packed,
+                                  ops::f32_view(with_bias ? bias.rounded().data() : nullptr),
+                                  ops::f32_view(y_cpu.data() + y_off, ldy), m, act},
                                  pool);
             for (int tile : {128, 192})
               for (int cluster : {1, 2}) {
                 const HalfArray y(std::vector<float>(m * ldy + y_off, 0.5f), t);
-                const ops::GemmCudaArgs args{x.get() + x_off, ldx, w.get(), n, k, with_bias ? bias.get() : nullptr,
-                                             y.get() + y_off, ldy, m, act, t};
+                const ops::GemmCudaArgs args{x.view(x_off, ldx), w.view(0, k),
+                                             with_bias ? bias.view() : ops::TensorView{}, y.view(y_off, ldy), m, n, k,
+                                             act};
                 ASSERT_TRUE(ops::wgmma_gemm_applies(args));
+                ASSERT_TRUE(ops::gemm_kernel_supports(ops::GemmKernel::kWgmma, args));
                 ops::wgmma_gemm_cuda(args, tile, nullptr, cluster);
                 IL_CUDA_CHECK(cudaDeviceSynchronize());
                 // rel_error covers the whole buffer: the padding around the window must keep 0.5.
@@ -90,19 +93,19 @@ TEST_P(WgmmaGemm, RefusesWhatItCannotTake) {
   const DType t = GetParam();
   const HalfArray w(random_vector(64 * 64, 1, 0.2f), t), x(random_vector(64 * 72, 2, 1.0f), t),
       y(std::vector<float>(64 * 66, 0.0f), t);
-  const ops::GemmCudaArgs ok{x.get(), 64, w.get(), 64, 64, nullptr, y.get(), 64, 64, Activation::kNone, t};
+  const ops::GemmCudaArgs ok{x.view(0, 64), w.view(0, 64), {}, y.view(0, 64), 64, 64, 64, Activation::kNone};
   EXPECT_TRUE(ops::wgmma_gemm_applies(ok));
   auto bad = ok;
-  bad.x = x.get() + 4;  // 8-byte aligned only
+  bad.x = x.view(4, 64);  // 8-byte aligned only
   EXPECT_FALSE(ops::wgmma_gemm_applies(bad));
   bad = ok;
-  bad.ldx = 66;  // row pitch not a multiple of 16 bytes
+  bad.x.ld = 66;  // row pitch not a multiple of 16 bytes
   EXPECT_FALSE(ops::wgmma_gemm_applies(bad));
   bad = ok;
-  bad.y = y.get() + 2;  // the TMA store needs 16-byte aligned rows
+  bad.y = y.view(2, 64);  // the TMA store needs 16-byte aligned rows
   EXPECT_FALSE(ops::wgmma_gemm_applies(bad));
   bad = ok;
-  bad.ldy = 68;
+  bad.y.ld = 68;
   EXPECT_FALSE(ops::wgmma_gemm_applies(bad));
   bad = ok;
   bad.n = 63;  // odd column count: the bias is read in pairs
@@ -110,8 +113,10 @@ TEST_P(WgmmaGemm, RefusesWhatItCannotTake) {
   bad = ok;
   bad.act = Activation::kSilu;
   EXPECT_FALSE(ops::wgmma_gemm_applies(bad));
-  bad = ok;
-  bad.type = DType::kF32;
+  DeviceArray<float> xf(std::vector<float>(64 * 64, 1.0f)), wf(std::vector<float>(64 * 64, 1.0f)),
+      yf(std::vector<float>(64 * 64, 0.0f));
+  bad = {ops::f32_view(xf.get(), 64), ops::f32_view(wf.get(), 64), {}, ops::f32_view(yf.get(), 64), 64, 64, 64,
+         Activation::kNone};  // f32: not a wgmma type
   EXPECT_FALSE(ops::wgmma_gemm_applies(bad));
   EXPECT_THROW(ops::wgmma_gemm_cuda(bad, 128, nullptr), Error);
   EXPECT_THROW(ops::wgmma_gemm_cuda(ok, 64, nullptr), Error);
@@ -130,11 +135,12 @@ TEST_P(WgmmaGemm, TunedChoiceMatchesCpu) {
       x(random_vector(m * k, 79, 1.0f), t);
   const ops::PackedWeight packed(w.rounded().data(), n, k);
   std::vector<float> y_cpu(m * n);
-  ops::gemm_packed_cpu({x.rounded().data(), k, &packed, bias.rounded().data(), y_cpu.data(), n, m, Activation::kGeluErf},
+  ops::gemm_packed_cpu({ops::f32_view(x.rounded().data(), k), &packed, ops::f32_view(bias.rounded().data()),
+                        ops::f32_view(y_cpu.data(), n), m, Activation::kGeluErf},
                        pool);
   const HalfArray y1(std::vector<float>(m * n, 0.0f), t), y2(std::vector<float>(m * n, 0.0f), t);
-  gemm.run({x.get(), k, w.get(), n, k, bias.get(), y1.get(), n, m, Activation::kGeluErf, t}, nullptr);
-  gemm.run({x.get(), k, w.get(), n, k, bias.get(), y2.get(), n, m, Activation::kGeluErf, t}, nullptr);
+  gemm.run({x.view(0, k), w.view(0, k), bias.view(), y1.view(0, n), m, n, k, Activation::kGeluErf}, nullptr);
+  gemm.run({x.view(0, k), w.view(0, k), bias.view(), y2.view(0, n), m, n, k, Activation::kGeluErf}, nullptr);
   const auto r1 = y1.download(), r2 = y2.download();
   EXPECT_LE(rel_error(r1, y_cpu), kUlps * unit_roundoff(t));
   EXPECT_EQ(r1, r2);
@@ -159,7 +165,7 @@ constexpr TimedShape kBgeGemms[] = {{"qkv", 32768, 768, 2304, Activation::kNone}
 std::unique_ptr<DeviceArray<uint16_t>> to_device_half(const std::vector<float>& v, DType t) {
   DeviceArray<float> f(v);
   auto h = std::make_unique<DeviceArray<uint16_t>>(std::vector<uint16_t>(v.size(), 0));
-  ops::convert_cuda(f.get(), DType::kF32, h->get(), t, v.size(), nullptr);
+  ops::convert_cuda({ops::f32_view(f.get()), {h->get(), t, 0}, v.size()}, nullptr);
   IL_CUDA_CHECK(cudaDeviceSynchronize());
   return h;
 }
@@ -183,7 +189,8 @@ TEST(WgmmaGemmTiming, DISABLED_PrintTimings) {
     };
     const auto x = hashed(s.m * s.k, 1.0f), w = hashed(s.n * s.k, 0.05f), bias = hashed(s.n, 0.5f);
     DeviceArray<uint16_t> y(std::vector<uint16_t>(s.m * s.n, 0));
-    const ops::GemmCudaArgs args{x->get(), s.k, w->get(), s.n, s.k, bias->get(), y.get(), s.n, s.m, s.act, t};
+    const ops::GemmCudaArgs args{{x->get(), t, s.k}, {w->get(), t, s.k}, {bias->get(), t, 0}, {y.get(), t, s.n},
+                                 s.m, s.n, s.k, s.act};
     const double flops = 2.0 * static_cast<double>(s.m) * s.n * s.k;
     double cublas_ms = 0;
     {
@@ -242,7 +249,8 @@ TEST(WgmmaGemmSustained, DISABLED_PrintTimings) {
   for (const TimedShape& s : kBgeGemms) {
     const auto x = hashed(s.m * s.k, 1.0f, 1), w = hashed(s.n * s.k, 0.05f, 2), bias = hashed(s.n, 0.5f, 3);
     DeviceArray<uint16_t> y(std::vector<uint16_t>(s.m * s.n, 0));
-    const ops::GemmCudaArgs args{x->get(), s.k, w->get(), s.n, s.k, bias->get(), y.get(), s.n, s.m, s.act, t};
+    const ops::GemmCudaArgs args{{x->get(), t, s.k}, {w->get(), t, s.k}, {bias->get(), t, 0}, {y.get(), t, s.n},
+                                 s.m, s.n, s.k, s.act};
     const double flops = 2.0 * static_cast<double>(s.m) * s.n * s.k;
     ScopedEnv off("IL_GEMM_WGMMA", "0");
     ops::CublasLtGemm gemm;

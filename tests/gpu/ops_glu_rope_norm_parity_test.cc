@@ -39,8 +39,10 @@ class TypedArray {
       values_ = half_->rounded();
     }
   }
-  // The element at `offset` (elements of the type), as the launchers' float* carries it.
-  float* at(std::size_t offset = 0) const { return f32_ ? f32_->get() + offset : half_->as_float(offset); }
+  // The array from element `offset` on, as an operand with row stride ld.
+  ops::TensorView view(std::size_t offset = 0, std::size_t ld = 0) const {
+    return f32_ ? ops::f32_view(f32_->get() + offset, ld) : half_->view(offset, ld);
+  }
   const std::vector<float>& values() const { return values_; }
   std::vector<float> download() const { return f32_ ? f32_->download() : half_->download(); }
 
@@ -75,15 +77,29 @@ TEST_P(GluRopeNorm, GluMatchesCpuAtOddSizesStridesAndInPlace) {
           std::vector<float> cpu_x = x.values();
           std::vector<float> cpu_out(rows * ldo, kSentinel);
           float* cpu_dst = layout == 2 ? cpu_x.data() : cpu_out.data() + o_off;
-          ops::glu_cpu({cpu_x.data() + x_off, ldx, cpu_dst, ldo, rows, n, act}, pool);
-          const TypedArray gx(x.values(), type()), gout(std::vector<float>(rows * ldo, kSentinel), type());
-          ops::glu_cuda({gx.at(x_off), ldx, layout == 2 ? gx.at() : gout.at(o_off), ldo, rows, n, act}, nullptr,
-                        type());
-          const double err =
-              layout == 2 ? rel_error(gx.download(), cpu_x) : rel_error(gout.download(), cpu_out);
-          worst = std::max(worst, err);
-          EXPECT_LE(err, tol()) << type_name(type()) << " n=" << n << " rows=" << rows << " layout=" << layout
-                                << " act=" << activation_name(act);
+          ops::glu_cpu({ops::f32_view(cpu_x.data() + x_off, ldx), ops::f32_view(cpu_dst, ldo), rows, n, act}, pool);
+          // The chosen kernel (glu_cuda), then every kernel that supports the layout: the vector
+          // one for dense rows of whole vectors, the element one everywhere.
+          for (int run = 0; run < 3; ++run) {
+            const TypedArray gx(x.values(), type()), gout(std::vector<float>(rows * ldo, kSentinel), type());
+            const ops::GluArgs args{gx.view(x_off, ldx), layout == 2 ? gx.view(0, ldo) : gout.view(o_off, ldo), rows,
+                                    n, act};
+            const ops::GluKernel k = run == 1 ? ops::GluKernel::kVector : ops::GluKernel::kElement;
+            if (run == 0) {
+              const bool whole_vectors = x_off == 0 && o_off == 0 && n % (16 / dtype_size(type())) == 0;
+              EXPECT_EQ(ops::choose_glu_kernel(args), whole_vectors ? ops::GluKernel::kVector : ops::GluKernel::kElement)
+                  << "n=" << n << " layout=" << layout;
+              ops::glu_cuda(args, nullptr);
+            } else {
+              if (!ops::glu_kernel_supports(k, args)) continue;
+              ops::glu_launch_cuda(k, args, nullptr);
+            }
+            const double err =
+                layout == 2 ? rel_error(gx.download(), cpu_x) : rel_error(gout.download(), cpu_out);
+            worst = std::max(worst, err);
+            EXPECT_LE(err, tol()) << type_name(type()) << " n=" << n << " rows=" << rows << " layout=" << layout
+                                  << " act=" << activation_name(act) << " run " << run;
+          }
         }
       }
   std::printf("[glu] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst, tol());
@@ -113,10 +129,11 @@ TEST_P(GluRopeNorm, RopeMatchesCpuOnStridedViewsAtLargePositions) {
       const TypedArray buf(random_vector(rows * ld, seed++, 2.0f), type());
       std::vector<float> cpu = buf.values();
       for (const auto& [col, heads] : {std::pair{std::size_t{0}, c.heads}, std::pair{qw, c.kv_heads}})
-        ops::rope_cpu({cpu.data() + col, ld, positions.data(), rows, heads, c.head_dim, c.rotary_dim, c.theta}, pool);
+        ops::rope_cpu({ops::f32_view(cpu.data() + col, ld), positions.data(), rows, heads, c.head_dim, c.rotary_dim,
+                       c.theta},
+                      pool);
       for (const auto& [col, heads] : {std::pair{std::size_t{0}, c.heads}, std::pair{qw, c.kv_heads}})
-        ops::rope_cuda({buf.at(col), ld, dpos.get(), rows, heads, c.head_dim, c.rotary_dim, c.theta}, nullptr,
-                       type());
+        ops::rope_cuda({buf.view(col, ld), dpos.get(), rows, heads, c.head_dim, c.rotary_dim, c.theta}, nullptr);
       const double err = rel_error(buf.download(), cpu);
       worst = std::max(worst, err);
       EXPECT_LE(err, tol(1e-6)) << type_name(type()) << " heads " << c.heads << "/" << c.kv_heads << " head_dim "
@@ -155,16 +172,14 @@ TEST_P(GluRopeNorm, LayerNormWithSumOutAndGroupsMatchesCpu) {
         const TypedArray x(x0, type()), res(random_vector(rows * c.cols, seed++, 2.0f), type());
         const TypedArray out(std::vector<float>(rows * c.cols, kSentinel), type());
         std::vector<float> cpu_res = res.values(), cpu_out(rows * c.cols, kSentinel);
-        ops::LayerNormArgs a{x.values().data(), c.cols, cpu_res.data(), c.cols, w.data(), cb, cpu_out.data(),
-                             c.cols, rows, c.cols, 1e-6f, c.rms};
-        a.sum_out = cpu_res.data();
-        a.lds = c.cols;
+        ops::LayerNormArgs a{ops::f32_view(x.values().data(), c.cols), ops::f32_view(cpu_res.data(), c.cols), w.data(),
+                             cb, ops::f32_view(cpu_out.data(), c.cols), rows, c.cols, 1e-6f, c.rms};
+        a.sum_out = ops::f32_view(cpu_res.data(), c.cols);
         ops::layernorm_cpu(a, pool);
-        ops::LayerNormArgs g{x.at(), c.cols, res.at(), c.cols, dw.get(), gb, out.at(), c.cols, rows, c.cols, 1e-6f,
-                             c.rms};
-        g.sum_out = res.at();
-        g.lds = c.cols;
-        ops::layernorm_cuda(g, nullptr, type());
+        ops::LayerNormArgs g{x.view(0, c.cols), res.view(0, c.cols), dw.get(), gb, out.view(0, c.cols), rows, c.cols,
+                             1e-6f, c.rms};
+        g.sum_out = res.view(0, c.cols);
+        ops::layernorm_cuda(g, nullptr);
         const double e_out = rel_error(out.download(), cpu_out), e_sum = rel_error(res.download(), cpu_res);
         worst = std::max({worst, e_out, e_sum});
         EXPECT_LE(e_out, tol()) << type_name(type()) << " out, cols " << c.cols << " rows " << rows;
@@ -174,12 +189,13 @@ TEST_P(GluRopeNorm, LayerNormWithSumOutAndGroupsMatchesCpu) {
         const std::size_t ld = c.cols + 2 * c.group + (c.group % 2 ? 3 : 0);
         const TypedArray qkv(random_vector(rows * ld, seed++, 3.0f), type());
         std::vector<float> cpu = qkv.values();
-        ops::LayerNormArgs a{cpu.data(), ld, nullptr, 0, w.data(), cb, cpu.data(), ld, rows, c.cols, 1e-6f, c.rms};
+        ops::LayerNormArgs a{ops::f32_view(cpu.data(), ld), {}, w.data(), cb, ops::f32_view(cpu.data(), ld), rows,
+                             c.cols, 1e-6f, c.rms};
         a.group = c.group;
         ops::layernorm_cpu(a, pool);
-        ops::LayerNormArgs g{qkv.at(), ld, nullptr, 0, dw.get(), gb, qkv.at(), ld, rows, c.cols, 1e-6f, c.rms};
+        ops::LayerNormArgs g{qkv.view(0, ld), {}, dw.get(), gb, qkv.view(0, ld), rows, c.cols, 1e-6f, c.rms};
         g.group = c.group;
-        ops::layernorm_cuda(g, nullptr, type());
+        ops::layernorm_cuda(g, nullptr);
         const double err = rel_error(qkv.download(), cpu);
         worst = std::max(worst, err);
         EXPECT_LE(err, tol()) << type_name(type()) << " group " << c.group << " of " << c.cols << " rows " << rows;

@@ -62,11 +62,12 @@ TEST_P(HalfOps, GemmMatchesCpuAtOddSizesActivationsAndStrides) {
           for (bool with_bias : {false, true}) {
             std::vector<float> y_cpu(m * ldy, 0.5f);
             const HalfArray y(y_cpu, t);
-            ops::gemm_packed_cpu({x.rounded().data() + x_off, ldx, &packed, with_bias ? bias.rounded().data() : nullptr,
-                                  y_cpu.data() + y_off, ldy, m, act},
+            ops::gemm_packed_cpu({ops::f32_view(x.rounded().data() + x_off, ldx), &packed,
+                                  ops::f32_view(with_bias ? bias.rounded().data() : nullptr),
+                                  ops::f32_view(y_cpu.data() + y_off, ldy), m, act},
                                  pool);
-            gemm.run({x.get() + x_off, ldx, w.get(), n, k, with_bias ? bias.get() : nullptr, y.get() + y_off, ldy, m,
-                      act, t},
+            gemm.run({x.view(x_off, ldx), w.view(0, k), with_bias ? bias.view() : ops::TensorView{}, y.view(y_off, ldy),
+                      m, n, k, act},
                      nullptr);
             EXPECT_LE(rel_error(y.download(), y_cpu), tol())
                 << type_name(t) << " m=" << m << " k=" << k << " n=" << n << " act=" << activation_name(act)
@@ -92,11 +93,12 @@ TEST_P(HalfOps, SkinnyGemmMatchesCpuForFewRows) {
         for (bool with_bias : {false, true}) {
           std::vector<float> y_cpu(m * ldy, 0.5f);
           const HalfArray y(y_cpu, t);
-          ops::gemm_packed_cpu({x.rounded().data(), k, &packed, with_bias ? bias.rounded().data() : nullptr,
-                                y_cpu.data() + 1, ldy, m, act},
+          ops::gemm_packed_cpu({ops::f32_view(x.rounded().data(), k), &packed,
+                                ops::f32_view(with_bias ? bias.rounded().data() : nullptr),
+                                ops::f32_view(y_cpu.data() + 1, ldy), m, act},
                                pool);
-          const ops::GemmCudaArgs args{x.get(), k, w.get(), n, k, with_bias ? bias.get() : nullptr, y.get() + 1, ldy, m,
-                                       act, t};
+          const ops::GemmCudaArgs args{x.view(0, k), w.view(0, k), with_bias ? bias.view() : ops::TensorView{},
+                                       y.view(1, ldy), m, n, k, act};
           ASSERT_TRUE(ops::skinny_gemm_applies(args));
           ops::skinny_gemm_cuda(args, nullptr);
           EXPECT_LE(rel_error(y.download(), y_cpu), tol())
@@ -119,9 +121,10 @@ TEST_P(HalfOps, FallbackGemmMatchesCpu) {
       const ops::PackedWeight packed(w.rounded().data(), n, k);
       std::vector<float> y_cpu(m * ldy, 0.5f);
       const HalfArray y(y_cpu, t);
-      ops::gemm_packed_cpu({x.rounded().data() + 3, ldx, &packed, nullptr, y_cpu.data() + 1, ldy, m, Activation::kNone},
+      ops::gemm_packed_cpu({ops::f32_view(x.rounded().data() + 3, ldx), &packed, {}, ops::f32_view(y_cpu.data() + 1, ldy),
+                            m, Activation::kNone},
                            pool);
-      ops::gemm_fallback_cuda(x.get() + 3, ldx, w.get(), n, k, y.get() + 1, ldy, m, nullptr, t);
+      ops::gemm_fallback_cuda({x.view(3, ldx), w.view(0, k), {}, y.view(1, ldy), m, n, k, Activation::kNone}, nullptr);
       EXPECT_LE(rel_error(y.download(), y_cpu), tol()) << type_name(t) << " m=" << m << " k=" << k << " n=" << n;
     }
 }
@@ -147,13 +150,13 @@ TEST_P(HalfOps, LayerNormMatchesCpuWithResidualAndAliasing) {
           const auto b = random_vector(cols, seed++, 0.3f);
           // Out written over the residual (the executor's residual stream does this).
           std::vector<float> cpu = res.rounded();
-          ops::layernorm_cpu({x.rounded().data() + x_off, ldx, cpu.data(), ldr, w.data(), rms ? nullptr : b.data(),
-                              cpu.data(), ldr, rows, cols, 1e-5f, rms},
+          ops::layernorm_cpu({ops::f32_view(x.rounded().data() + x_off, ldx), ops::f32_view(cpu.data(), ldr), w.data(),
+                              rms ? nullptr : b.data(), ops::f32_view(cpu.data(), ldr), rows, cols, 1e-5f, rms},
                              pool);
           DeviceArray<float> dw(w), db(b);
-          ops::layernorm_cuda({x.as_float(x_off), ldx, res.as_float(), ldr, dw.get(), rms ? nullptr : db.get(), res.as_float(),
-                               ldr, rows, cols, 1e-5f, rms},
-                              nullptr, t);
+          ops::layernorm_cuda({x.view(x_off, ldx), res.view(0, ldr), dw.get(), rms ? nullptr : db.get(), res.view(0, ldr),
+                               rows, cols, 1e-5f, rms},
+                              nullptr);
           EXPECT_LE(rel_error(res.download(), cpu), tol())
               << type_name(t) << " rows=" << rows << " cols=" << cols << " rms=" << rms << " dense=" << dense;
         }
@@ -186,9 +189,10 @@ TEST_P(HalfOps, AttentionMatchesCpuOnRaggedBatches) {
                         c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
                        pool);
     DeviceArray<int32_t> dstarts(starts);
-    ops::attention_cuda({qkv.as_float(), ld, qkv.as_float(qw), ld, qkv.as_float(qw + kvw), ld, out.as_float(1), ldo,
-                         dstarts.get(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
-                        longest, nullptr, t);
+    ops::attention_cuda(attention_args(qkv.view(0, ld), qkv.view(qw, ld), qkv.view(qw + kvw, ld), out.view(1, ldo),
+                                       dstarts.get(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask,
+                                       c.window, longest),
+                        nullptr);
     EXPECT_LE(rel_error(out.download(), cpu), tol())
         << type_name(t) << " heads " << c.heads << "/" << c.kv_heads << " head_dim " << c.head_dim;
   }
@@ -211,16 +215,17 @@ TEST_P(HalfOps, EmbedMatchesCpuAndZeroesPaddingTokens) {
       type(random_vector(2 * cols, 23), t);
   std::vector<float> cpu((total + padding) * ldo, -0.75f);
   const HalfArray out(cpu, t);
-  ops::embed_cpu({tokens.data(), types.data(), starts.data(), lengths.size(), word.rounded().data(),
-                  pos.rounded().data(), offset, type.rounded().data(), cpu.data() + 1, ldo, cols},
+  ops::embed_cpu({tokens.data(), types.data(), starts.data(), lengths.size(), ops::f32_view(word.rounded().data()),
+                  ops::f32_view(pos.rounded().data()), offset, ops::f32_view(type.rounded().data()),
+                  ops::f32_view(cpu.data() + 1, ldo), cols},
                  pool);
   // The launch covers `padding` tokens past the batch (a graph bucket): their rows must be zero.
   for (std::size_t r = total; r < total + padding; ++r)
     for (std::size_t j = 0; j < cols; ++j) cpu[r * ldo + 1 + j] = 0.0f;
   DeviceArray<int32_t> dtok(tokens), dtypes(types), dstarts(starts);
-  ops::embed_cuda({dtok.get(), dtypes.get(), dstarts.get(), lengths.size(), word.as_float(), pos.as_float(), offset,
-                   type.as_float(), out.as_float(1), ldo, cols},
-                  total + padding, nullptr, t);
+  ops::embed_cuda({dtok.get(), dtypes.get(), dstarts.get(), lengths.size(), word.view(), pos.view(), offset,
+                   type.view(), out.view(1, ldo), cols},
+                  total + padding, nullptr);
   EXPECT_LE(rel_error(out.download(), cpu), tol()) << type_name(t);
 }
 
@@ -237,17 +242,20 @@ TEST_P(HalfOps, PoolAndL2MatchCpu) {
   DeviceArray<int32_t> dstarts(starts);
   for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
     std::vector<float> cpu(lengths.size() * cols, 0.5f);
-    ops::pool_cpu({x.rounded().data() + 1, ldx, cpu.data(), cols, starts.data(), lengths.size(), cols, mode}, pool);
+    ops::pool_cpu({ops::f32_view(x.rounded().data() + 1, ldx), ops::f32_view(cpu.data(), cols), starts.data(),
+                   lengths.size(), cols, mode},
+                  pool);
     DeviceArray<float> dout(std::vector<float>(lengths.size() * cols, 0.5f));
-    ops::pool_cuda({x.as_float(1), ldx, dout.get(), cols, dstarts.get(), lengths.size(), cols, mode}, nullptr, t);
+    ops::pool_cuda({x.view(1, ldx), ops::f32_view(dout.get(), cols), dstarts.get(), lengths.size(), cols, mode},
+                   nullptr);
     EXPECT_LE(rel_error(dout.download(), cpu), kF32Tol) << type_name(t) << " mode " << pooling_name(mode);
   }
   for (std::size_t rows : kRows) {
     const std::size_t ld = 384 + 3;
     const HalfArray h(random_vector(rows * ld, 41, 3.0f), t);
     std::vector<float> cpu = h.rounded();
-    ops::l2_rows_cpu({cpu.data() + 1, ld, rows, 384}, pool);
-    ops::l2_rows_cuda({h.as_float(1), ld, rows, 384}, nullptr, t);
+    ops::l2_rows_cpu({ops::f32_view(cpu.data() + 1, ld), rows, 384}, pool);
+    ops::l2_rows_cuda({h.view(1, ld), rows, 384}, nullptr);
     EXPECT_LE(rel_error(h.download(), cpu), tol()) << type_name(t) << " rows " << rows;
   }
 }

@@ -32,7 +32,8 @@ void expect_matches_reference(const PackedCase& c, const std::string& kernel, st
   auto b = random_vector(c.n, 13);
   const ops::PackedWeight packed(w.data(), c.n, c.k);
   std::vector<float> y(c.m * ldy, 7.0f);
-  ops::gemm_packed_cpu({x.data(), ldx, &packed, c.bias ? b.data() : nullptr, y.data(), ldy, c.m, c.act},
+  ops::gemm_packed_cpu({ops::f32_view(x.data(), ldx), &packed, ops::f32_view(c.bias ? b.data() : nullptr),
+                        ops::f32_view(y.data(), ldy), c.m, c.act},
                        pool, kernel);
   for (std::size_t i = 0; i < c.m; ++i) {
     for (std::size_t j = 0; j < c.n; ++j) {
@@ -97,7 +98,9 @@ TEST(GemmPacked, ThreadCountDoesNotChangeTheBits) {
       for (std::size_t threads : {1, 3, 16}) {
         ThreadPool pool(threads);
         std::vector<float> y(m * n);
-        ops::gemm_packed_cpu({x.data(), k, &packed, b.data(), y.data(), n, m, Activation::kGeluErf}, pool);
+        ops::gemm_packed_cpu({ops::f32_view(x.data(), k), &packed, ops::f32_view(b.data()),
+                              ops::f32_view(y.data(), n), m, Activation::kGeluErf},
+                             pool);
         if (first.empty()) {
           first = y;
           continue;
@@ -113,7 +116,9 @@ TEST(GemmPacked, ZeroDepthGivesBias) {
   const ops::PackedWeight packed(nullptr, 3, 0);
   std::vector<float> x(2, 1.0f), b = {1.0f, 2.0f, 3.0f}, y(6, 9.0f);
   ThreadPool pool(1);
-  ops::gemm_packed_cpu({x.data(), 1, &packed, b.data(), y.data(), 3, 2, Activation::kNone}, pool);
+  ops::gemm_packed_cpu(
+      {ops::f32_view(x.data(), 1), &packed, ops::f32_view(b.data()), ops::f32_view(y.data(), 3), 2, Activation::kNone},
+      pool);
   EXPECT_EQ(y, (std::vector<float>{1, 2, 3, 1, 2, 3}));
 }
 
@@ -121,8 +126,9 @@ TEST(GemmPacked, UnknownKernelIsRefused) {
   const ops::PackedWeight packed(nullptr, 1, 0);
   std::vector<float> x(1), y(1);
   ThreadPool pool(1);
-  EXPECT_THROW(ops::gemm_packed_cpu({x.data(), 1, &packed, nullptr, y.data(), 1, 1}, pool, "sse9"),
-               std::exception);
+  EXPECT_THROW(
+      ops::gemm_packed_cpu({ops::f32_view(x.data(), 1), &packed, {}, ops::f32_view(y.data(), 1), 1}, pool, "sse9"),
+      std::exception);
 }
 
 }  // namespace

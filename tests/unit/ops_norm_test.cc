@@ -2,8 +2,12 @@
 
 #include <cmath>
 
+#include "ops/activation.h"
 #include "ops/embed.h"
+#include "ops/glu.h"
 #include "ops/layernorm.h"
+#include "ops/pool.h"
+#include "ops/rope.h"
 #include "reference.h"
 
 namespace il::test {
@@ -18,8 +22,8 @@ void check_norm(std::size_t rows, std::size_t cols, bool residual, bool bias, bo
   auto b = random_vector(cols, 14);
   const float eps = 1e-5f;
   std::vector<float> out(rows * cols);
-  ops::layernorm_cpu({x.data(), cols, residual ? r.data() : nullptr, cols, w.data(),
-                      bias ? b.data() : nullptr, out.data(), cols, rows, cols, eps, rms},
+  ops::layernorm_cpu({ops::f32_view(x.data(), cols), ops::f32_view(residual ? r.data() : nullptr, cols), w.data(),
+                      bias ? b.data() : nullptr, ops::f32_view(out.data(), cols), rows, cols, eps, rms},
                      pool);
   std::vector<float> ref(rows * cols);
   for (std::size_t i = 0; i < rows; ++i) {
@@ -55,8 +59,12 @@ TEST(LayerNorm, OutputMayAliasResidual) {
   auto x = random_vector(rows * cols, 1);
   auto r = random_vector(rows * cols, 2);
   std::vector<float> w(cols, 1.0f), b(cols, 0.0f), out(rows * cols);
-  ops::layernorm_cpu({x.data(), cols, r.data(), cols, w.data(), b.data(), out.data(), cols, rows, cols, 1e-12f, false}, pool);
-  ops::layernorm_cpu({x.data(), cols, r.data(), cols, w.data(), b.data(), r.data(), cols, rows, cols, 1e-12f, false}, pool);
+  ops::layernorm_cpu({ops::f32_view(x.data(), cols), ops::f32_view(r.data(), cols), w.data(), b.data(),
+                      ops::f32_view(out.data(), cols), rows, cols, 1e-12f, false},
+                     pool);
+  ops::layernorm_cpu({ops::f32_view(x.data(), cols), ops::f32_view(r.data(), cols), w.data(), b.data(),
+                      ops::f32_view(r.data(), cols), rows, cols, 1e-12f, false},
+                     pool);
   EXPECT_EQ(out, r);
 }
 
@@ -70,8 +78,8 @@ TEST(Embed, SumsWordPositionAndOwnSegmentRows) {
   std::vector<int32_t> types = {0, 1, 1, 0, 0, 1};
   std::vector<int32_t> starts = {0, 3, 4, 6};
   std::vector<float> out(tokens.size() * cols);
-  ops::embed_cpu({tokens.data(), types.data(), starts.data(), 3, word.data(), pos.data(), offset,
-                  type.data(), out.data(), cols, cols},
+  ops::embed_cpu({tokens.data(), types.data(), starts.data(), 3, ops::f32_view(word.data()), ops::f32_view(pos.data()),
+                  offset, ops::f32_view(type.data()), ops::f32_view(out.data(), cols), cols},
                  pool);
   for (std::size_t s = 0; s < 3; ++s)
     for (int32_t t = starts[s]; t < starts[s + 1]; ++t)
@@ -81,6 +89,44 @@ TEST(Embed, SumsWordPositionAndOwnSegmentRows) {
                            pos[(offset + local) * cols + j] + type[static_cast<std::size_t>(types[t]) * cols + j];
         ASSERT_NEAR(out[static_cast<std::size_t>(t) * cols + j], ref, 1e-6);
       }
+}
+
+// The CPU ops compute in f32: a view of another element type is refused, naming the op, and so
+// are operands that differ in type (the checks both backends share).
+TEST(OpArguments, CpuOpsRefuseHalfViewsAndMixedTypes) {
+  ThreadPool pool(1);
+  std::vector<float> a(64, 1.0f), b(64, 1.0f), w(8, 1.0f);
+  std::vector<int32_t> starts = {0, 2}, positions = {0, 1};
+  const ops::TensorView half{b.data(), DType::kF16, 8};
+  const auto f32 = [](std::vector<float>& v, std::size_t ld) { return ops::f32_view(v.data(), ld); };
+  const auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { ops::glu_cpu({half, half, 2, 4, Activation::kSilu}, pool); }).find("glu"),
+            std::string::npos);
+  EXPECT_NE(message([&] { ops::glu_cpu({f32(a, 8), half, 2, 4, Activation::kSilu}, pool); })
+                .find("differ in element type"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              ops::layernorm_cpu({half, {}, w.data(), nullptr, half, 2, 8, 1e-6f, true}, pool);
+            }).find("F16"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              ops::layernorm_cpu({f32(a, 8), half, w.data(), nullptr, f32(b, 8), 2, 8, 1e-6f, true}, pool);
+            }).find("differ in element type"),
+            std::string::npos);
+  EXPECT_THROW(ops::rope_cpu({half, positions.data(), 2, 1, 8, 8, 10000.0f}, pool), Error);
+  EXPECT_THROW(ops::pool_cpu({half, f32(a, 8), starts.data(), 1, 8, PoolingMode::kMean}, pool), Error);
+  EXPECT_THROW(ops::l2_rows_cpu({half, 2, 8}, pool), Error);
+  EXPECT_THROW(ops::bias_activation_cpu({half, {}, 2, 8, Activation::kGeluErf}), Error);
+  std::vector<int32_t> tokens = {0, 1};
+  EXPECT_THROW(ops::embed_cpu({tokens.data(), nullptr, starts.data(), 1, half, {}, 0, {}, half, 8}, pool), Error);
+  EXPECT_THROW(ops::embed_cpu({tokens.data(), nullptr, starts.data(), 1, f32(a, 8), {}, 0, {}, half, 8}, pool), Error);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ TEST(Pool, MeanClsLastOverRaggedSequences) {
     auto x = random_vector(total * ld, 5);
     for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
       std::vector<float> out(4 * cols);
-      ops::pool_cpu({x.data(), ld, out.data(), cols, starts.data(), 4, cols, mode}, pool);
+      ops::pool_cpu({ops::f32_view(x.data(), ld), ops::f32_view(out.data(), cols), starts.data(), 4, cols, mode}, pool);
       for (std::size_t s = 0; s < 4; ++s) {
         const auto b = static_cast<std::size_t>(starts[s]), e = static_cast<std::size_t>(starts[s + 1]);
         for (std::size_t j = 0; j < cols; ++j)
@@ -50,7 +50,9 @@ TEST(Pool, PoolStartsLeaveLeadingRowsOut) {
   const auto x = random_vector(total * cols, 11);
   for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
     std::vector<float> out(3 * cols, 1.0f);
-    ops::pool_cpu({x.data(), cols, out.data(), cols, starts.data(), 3, cols, mode, from.data()}, pool);
+    ops::pool_cpu(
+        {ops::f32_view(x.data(), cols), ops::f32_view(out.data(), cols), starts.data(), 3, cols, mode, from.data()},
+        pool);
     for (std::size_t s = 0; s < 3; ++s) {
       const auto b = static_cast<std::size_t>(mode == PoolingMode::kCls ? starts[s] : from[s]);
       const auto e = static_cast<std::size_t>(starts[s + 1]);
@@ -62,8 +64,8 @@ TEST(Pool, PoolStartsLeaveLeadingRowsOut) {
   }
   std::vector<float> out(3 * cols);
   const std::vector<int32_t> outside = {3, 4, 6};  // 4 is before sequence 1's first row (5)
-  EXPECT_THROW(ops::pool_cpu({x.data(), cols, out.data(), cols, starts.data(), 3, cols, PoolingMode::kMean,
-                              outside.data()},
+  EXPECT_THROW(ops::pool_cpu({ops::f32_view(x.data(), cols), ops::f32_view(out.data(), cols), starts.data(), 3, cols,
+                              PoolingMode::kMean, outside.data()},
                              pool),
                Error);
 }
@@ -78,14 +80,16 @@ TEST(Pool, OneRowPerSequenceCopiesRowSAndZeroesEmptySequences) {
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) + 0.5f;
   std::vector<float> out(seqs * ldo, -1.0f);
   ThreadPool pool(2);
-  ops::pool_cpu({x.data(), ldx, out.data(), ldo, starts.data(), seqs, cols, PoolingMode::kCls, nullptr, true}, pool);
+  ops::pool_cpu({ops::f32_view(x.data(), ldx), ops::f32_view(out.data(), ldo), starts.data(), seqs, cols,
+                 PoolingMode::kCls, nullptr, true},
+                pool);
   for (std::size_t s = 0; s < seqs; ++s)
     for (std::size_t j = 0; j < ldo; ++j) {
       const float want = j >= cols ? -1.0f : s == 1 ? 0.0f : x[s * ldx + j];
       EXPECT_EQ(out[s * ldo + j], want) << "sequence " << s << ", column " << j;
     }
-  EXPECT_THROW(ops::pool_cpu({x.data(), ldx, out.data(), ldo, starts.data(), seqs, cols, PoolingMode::kMean, nullptr,
-                              true},
+  EXPECT_THROW(ops::pool_cpu({ops::f32_view(x.data(), ldx), ops::f32_view(out.data(), ldo), starts.data(), seqs, cols,
+                              PoolingMode::kMean, nullptr, true},
                              pool),
                Error);
 }
@@ -97,7 +101,7 @@ TEST(L2Rows, UnitNormAndZeroRowsStayZero) {
     auto x = random_vector(rows * cols, 9, 4.0f);
     for (std::size_t j = 0; j < cols; ++j) x[j] = 0.0f;  // row 0 all zero
     auto orig = x;
-    ops::l2_rows_cpu({x.data(), cols, rows, cols}, pool);
+    ops::l2_rows_cpu({ops::f32_view(x.data(), cols), rows, cols}, pool);
     for (std::size_t r = 0; r < rows; ++r) {
       double n = 0, n0 = 0;
       for (std::size_t j = 0; j < cols; ++j) {

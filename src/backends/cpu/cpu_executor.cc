@@ -89,6 +89,8 @@ float* CpuExecutor::ptr(const View& v) {
   return buffers_.at(static_cast<std::size_t>(storage >= 0 ? storage : v.buffer)).data() + v.col;
 }
 
+ops::TensorView CpuExecutor::tensor(const View& v) { return ops::f32_view(ptr(v), ld(v)); }
+
 std::size_t CpuExecutor::ld(const View& v) const {
   return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).cols;
 }
@@ -102,9 +104,13 @@ std::size_t CpuExecutor::rows(const View& v) const {
   return 0;
 }
 
-const float* CpuExecutor::weight(plan::WeightId id) const {
+const float* CpuExecutor::weight_f32(plan::WeightId id) const {
   if (id == plan::kNoWeight) return nullptr;
   return host_weights_.at(static_cast<std::size_t>(id)).data();
+}
+
+ops::ConstTensorView CpuExecutor::weight(plan::WeightId id) const {
+  return ops::f32_view(weight_f32(id));  // dense rows: the ops read the weight's own width
 }
 
 void CpuExecutor::run(const std::string& program) {
@@ -127,26 +133,24 @@ void CpuExecutor::execute(const plan::Step& step) {
   const auto selected = [&](const View& v) {
     return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows == Rows::kSelected;
   };
+  const auto present = [](const View& v) { return v.buffer >= 0; };
   std::visit(
       plan::Overloaded{
           [&](const plan::EmbedStep& op) {
             ops::embed_cpu({batch_.tokens.data(), batch_.type_ids.empty() ? nullptr : batch_.type_ids.data(), starts,
                             nseq, weight(op.word), weight(op.position), op.position_offset, weight(op.type),
-                            ptr(op.out), ld(op.out), op.out.cols},
+                            tensor(op.out), op.out.cols},
                            pool_);
           },
           [&](const plan::GemmStep& op) {
-            ops::gemm_packed_cpu({ptr(op.x), ld(op.x), &packed_.at(op.w), weight(op.bias), ptr(op.y), ld(op.y),
-                                  rows(op.x), op.act},
+            ops::gemm_packed_cpu({tensor(op.x), &packed_.at(op.w), weight(op.bias), tensor(op.y), rows(op.x), op.act},
                                  pool_);
           },
           [&](const plan::LayerNormStep& op) {
-            const bool has_res = op.residual.buffer >= 0, has_sum = op.sum_out.buffer >= 0;
-            ops::LayerNormArgs a{ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr,
-                                 has_res ? ld(op.residual) : 0, weight(op.w), weight(op.b), ptr(op.out),
-                                 ld(op.out), rows(op.x), op.x.cols, op.eps, op.rms};
-            a.sum_out = has_sum ? ptr(op.sum_out) : nullptr;
-            a.lds = has_sum ? ld(op.sum_out) : 0;
+            ops::LayerNormArgs a{tensor(op.x), present(op.residual) ? tensor(op.residual) : ops::TensorView{},
+                                 weight_f32(op.w), weight_f32(op.b), tensor(op.out), rows(op.x), op.x.cols, op.eps,
+                                 op.rms};
+            a.sum_out = present(op.sum_out) ? tensor(op.sum_out) : ops::TensorView{};
             a.group = op.group;
             ops::check_layernorm(a, step.name.c_str());
             ops::layernorm_cpu(a, pool_);
@@ -154,14 +158,14 @@ void CpuExecutor::execute(const plan::Step& step) {
           [&](const plan::GluStep& op) {
             check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
                   " columns for an output of ", op.out.cols);
-            ops::glu_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), rows(op.x), op.out.cols, op.act}, pool_);
+            ops::glu_cpu({tensor(op.x), tensor(op.out), rows(op.x), op.out.cols, op.act}, pool_);
           },
           [&](const plan::RopeStep& op) {
             check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");
             check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
                   " do not fit a view of ", op.x.cols, " columns");
-            ops::rope_cpu({ptr(op.x), ld(op.x), batch_.positions.data(), rows(op.x), op.heads, op.head_dim,
-                           op.rotary_dim, op.theta},
+            ops::rope_cpu({tensor(op.x), batch_.positions.data(), rows(op.x), op.heads, op.head_dim, op.rotary_dim,
+                           op.theta},
                           pool_);
           },
           [&](const plan::AttentionStep& op) {
@@ -177,12 +181,12 @@ void CpuExecutor::execute(const plan::Step& step) {
           [&](const plan::PoolStep& op) {
             // Selected rows hold one row per sequence: row s is sequence s's.
             const bool per_sequence = selected(op.x);
-            ops::pool_cpu({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), starts, nseq, op.x.cols, op.mode,
+            ops::pool_cpu({tensor(op.x), tensor(op.out), starts, nseq, op.x.cols, op.mode,
                            batch_.pool_starts.empty() || per_sequence ? nullptr : batch_.pool_starts.data(),
                            per_sequence},
                           pool_);
           },
-          [&](const plan::L2Step& op) { ops::l2_rows_cpu({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, pool_); },
+          [&](const plan::L2Step& op) { ops::l2_rows_cpu({tensor(op.x), rows(op.x), op.x.cols}, pool_); },
       },
       step.op);
 }

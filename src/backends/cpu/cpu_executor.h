@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "ops/gemm_packed.h"
+#include "ops/tensor_view.h"
 #include "plan/executor.h"
 #include "plan/step_profile.h"
 
@@ -36,9 +37,11 @@ class CpuExecutor final : public plan::Executor {
  private:
   void execute(const plan::Step& step);
   float* ptr(const plan::View& v);
+  ops::TensorView tensor(const plan::View& v);  // every buffer holds f32 here
   std::size_t ld(const plan::View& v) const;
   std::size_t rows(const plan::View& v) const;
-  const float* weight(plan::WeightId id) const;
+  const float* weight_f32(plan::WeightId id) const;        // null for kNoWeight
+  ops::ConstTensorView weight(plan::WeightId id) const;  // absent for kNoWeight
   void pack_gemm_weights(plan::Plan& plan);
 
   const plan::Plan& plan_;

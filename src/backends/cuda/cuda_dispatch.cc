@@ -19,68 +19,58 @@ ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::G
         " do not match the weight [", n, ", ", k, "]");
   const DType t = type_of(op.x);
   check(type_of(op.y) == t, "gemm ", name, ": input and output rows differ in kind");
-  return {ptr(op.x), ld(op.x), weight(op.w, t), n, k, weight(op.bias, t), ptr(op.y), ld(op.y), rows(op.x), op.act, t};
+  return {tensor(op.x), weight(op.w, t), weight(op.bias, t), tensor(op.y), rows(op.x), n, k, op.act};
 }
 
 ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::LayerNormStep& op) const {
   const bool has_res = op.residual.buffer >= 0, has_sum = op.sum_out.buffer >= 0;
-  const DType t = type_of(op.x);
-  check(type_of(op.out) == t && (!has_res || type_of(op.residual) == t) && (!has_sum || type_of(op.sum_out) == t),
-        "layernorm ", name, ": operands differ in element type");
-  ops::LayerNormArgs a{ptr(op.x), ld(op.x), has_res ? ptr(op.residual) : nullptr, has_res ? ld(op.residual) : 0,
-                       weight(op.w, DType::kF32), weight(op.b, DType::kF32), ptr(op.out), ld(op.out), rows(op.x),
-                       op.x.cols, op.eps, op.rms};
-  a.sum_out = has_sum ? ptr(op.sum_out) : nullptr;
-  a.lds = has_sum ? ld(op.sum_out) : 0;
+  ops::LayerNormArgs a{tensor(op.x), has_res ? tensor(op.residual) : ops::TensorView{}, norm_weight(op.w),
+                       norm_weight(op.b), tensor(op.out), rows(op.x), op.x.cols, op.eps, op.rms};
+  a.sum_out = has_sum ? tensor(op.sum_out) : ops::TensorView{};
   a.group = op.group;
-  ops::check_layernorm(a, name.c_str());
+  ops::check_layernorm(a, name.c_str());  // operands of one element type among others
   return a;
 }
 
 // One callable per step kind (plan::Overloaded): a kind added to plan::StepOp fails to compile
-// here until it is handled.
+// here until it is handled. Each op's CUDA launcher picks its kernel from the arguments.
 void CudaExecutor::execute(const plan::Step& step) {
   std::visit(
       plan::Overloaded{
           [&](const plan::EmbedStep& op) {
             const DType t = type_of(op.out);
             ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word, t),
-                             weight(op.position, t), op.position_offset, weight(op.type, t), ptr(op.out), ld(op.out),
+                             weight(op.position, t), op.position_offset, weight(op.type, t), tensor(op.out),
                              op.out.cols},
-                            num_tokens_, stream_, t);
+                            num_tokens_, stream_);
           },
           [&](const plan::GemmStep& op) { gemm_->run(gemm_args(step.name, op), stream_); },
-          [&](const plan::LayerNormStep& op) {
-            ops::layernorm_cuda(norm_args(step.name, op), stream_, type_of(op.x));
-          },
+          [&](const plan::LayerNormStep& op) { ops::layernorm_cuda(norm_args(step.name, op), stream_); },
           [&](const plan::GluStep& op) {
-            const DType t = type_of(op.x);
-            check(type_of(op.out) == t, "glu ", step.name, ": operands differ in element type");
             check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
                   " columns for an output of ", op.out.cols);
-            ops::glu_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), rows(op.x), op.out.cols, op.act}, stream_, t);
+            const ops::GluArgs a{tensor(op.x), tensor(op.out), rows(op.x), op.out.cols, op.act};
+            ops::check_glu(a, step.name.c_str());
+            ops::glu_cuda(a, stream_);
           },
           [&](const plan::RopeStep& op) {
             check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");
             check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
                   " do not fit a view of ", op.x.cols, " columns");
             check(d_positions_ != nullptr, "rope ", step.name, ": no positions uploaded");
-            ops::rope_cuda({ptr(op.x), ld(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim,
-                            op.theta},
-                           stream_, type_of(op.x));
+            ops::rope_cuda(
+                {tensor(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim, op.theta}, stream_);
           },
           [&](const plan::AttentionStep& op) { attention(step.name, op); },
           [&](const plan::PoolStep& op) {
             // Selected rows hold one row per sequence: row s is sequence s's (pool_cuda takes them
             // by CLS or last-token pooling only).
             const bool per_sequence = selected(op.x);
-            ops::pool_cuda({ptr(op.x), ld(op.x), ptr(op.out), ld(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
+            ops::pool_cuda({tensor(op.x), tensor(op.out), d_starts_, num_seqs_, op.x.cols, op.mode,
                             per_sequence ? nullptr : d_pool_starts_, per_sequence},
-                           stream_, type_of(op.x), type_of(op.out));
+                           stream_);
           },
-          [&](const plan::L2Step& op) {
-            ops::l2_rows_cuda({ptr(op.x), ld(op.x), rows(op.x), op.x.cols}, stream_, type_of(op.x));
-          },
+          [&](const plan::L2Step& op) { ops::l2_rows_cuda({tensor(op.x), rows(op.x), op.x.cols}, stream_); },
       },
       step.op);
 }
@@ -94,13 +84,13 @@ void CudaExecutor::attention(const std::string& name, const plan::AttentionStep&
   check(type_of(op.k) == t && type_of(op.v) == t && type_of(op.out) == t, "attention ", name,
         ": operands differ in element type");
   ops::AttentionCudaArgs a;
-  a.q = ptr(op.q);
+  a.q = tensor(op.q).data;
   a.ldq = ld(op.q);
-  a.k = ptr(op.k);
+  a.k = tensor(op.k).data;
   a.ldk = ld(op.k);
-  a.v = ptr(op.v);
+  a.v = tensor(op.v).data;
   a.ldv = ld(op.v);
-  a.out = ptr(op.out);
+  a.out = tensor(op.out).data;
   a.ldo = ld(op.out);
   a.seq_starts = d_starts_;
   a.num_seqs = num_seqs_;

@@ -174,7 +174,8 @@ void CudaExecutor::upload_weights(plan::Plan& plan) {
       void* target = t == DType::kF32 ? static_cast<void*>(dst) : static_cast<void*>(f32_staging.get());
       IL_CUDA_CHECK(cudaMemcpyAsync(target, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
                                     stream_));
-      if (t != DType::kF32) ops::convert_cuda(f32_staging.get(), DType::kF32, dst, t, values.size(), stream_);
+      if (t != DType::kF32)
+        ops::convert_cuda({{f32_staging.get(), DType::kF32, 0}, {dst, t, 0}, values.size()}, stream_);
       IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vector and the staging are reused
     }
     weights_.push_back(copies);
@@ -273,8 +274,9 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   has_types_ = !batch.type_ids.empty();
 }
 
-float* CudaExecutor::ptr(const View& v) const {
-  return reinterpret_cast<float*>(buffers_.at(static_cast<std::size_t>(v.buffer)) + v.col * elem_size(type_of(v)));
+ops::TensorView CudaExecutor::tensor(const View& v) const {
+  const DType t = type_of(v);
+  return {buffers_.at(static_cast<std::size_t>(v.buffer)) + v.col * elem_size(t), t, ld(v)};
 }
 
 std::size_t CudaExecutor::ld(const View& v) const {
@@ -294,12 +296,17 @@ bool CudaExecutor::selected(const View& v) const {
   return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).rows == Rows::kSelected;
 }
 
-const float* CudaExecutor::weight(plan::WeightId id, DType t) const {
-  if (id == plan::kNoWeight) return nullptr;
+ops::ConstTensorView CudaExecutor::weight(plan::WeightId id, DType t) const {
+  if (id == plan::kNoWeight) return {};
   const void* p = weights_.at(static_cast<std::size_t>(id))[slot(t)];
   check(p != nullptr, "cuda executor: weight ", plan_.weights().at(static_cast<std::size_t>(id)).name,
         " was not uploaded as ", dtype_name(t));
-  return static_cast<const float*>(p);
+  const auto& shape = weight_shapes_.at(static_cast<std::size_t>(id));
+  return {p, t, shape.size() == 2 ? static_cast<std::size_t>(shape[1]) : 0};  // a matrix's rows are dense
+}
+
+const float* CudaExecutor::norm_weight(plan::WeightId id) const {
+  return static_cast<const float*>(weight(id, DType::kF32).data);
 }
 
 std::optional<double> CudaExecutor::energy_joules() {

@@ -25,6 +25,7 @@
 #include "core/dtype.h"
 #include "ops/gemm_cuda.h"
 #include "ops/layernorm.h"
+#include "ops/tensor_view.h"
 #include "plan/executor.h"
 #include "plan/step_profile.h"
 
@@ -66,10 +67,12 @@ class CudaExecutor final : public plan::Executor {
   DType type_of(const plan::View& v) const;  // the element type of the view's buffer (not kI32)
   std::size_t elem_bytes(const plan::BufferDesc& b) const;
   bool selected(const plan::View& v) const;  // kSelected rows
-  float* ptr(const plan::View& v) const;     // typed by type_of (a half array behind float*)
+  ops::TensorView tensor(const plan::View& v) const;  // the view's columns, typed by type_of
   std::size_t ld(const plan::View& v) const;
   std::size_t rows(const plan::View& v) const;
-  const float* weight(plan::WeightId id, DType t) const;  // null for kNoWeight
+  // The device copy of a weight in element type t (absent for kNoWeight); norm weights: f32.
+  ops::ConstTensorView weight(plan::WeightId id, DType t) const;
+  const float* norm_weight(plan::WeightId id) const;
   void record_profile(const std::string& program);
   void run_graph(const std::string& program, const std::vector<plan::Step>& steps);
 
