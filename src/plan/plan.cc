@@ -1,6 +1,8 @@
 #include "plan/plan.h"
 
 #include "core/error.h"
+#include "plan/operands.h"
+#include "plan/step_profile.h"
 
 namespace il::plan {
 
@@ -10,7 +12,16 @@ BufferId Plan::add_buffer(std::string name, Rows rows, std::size_t cols) {
 
 BufferId Plan::add_buffer(std::string name, Rows rows, std::size_t cols, Elem elem) {
   check(cols > 0, "plan: buffer ", name, " has zero columns");
+  check(rows != Rows::kPersistent, "plan: buffer ", name, ": persistent buffers are made by add_persistent_buffer ",
+        "(they need their row count)");
   buffers_.push_back({std::move(name), rows, cols, -1, elem});
+  return static_cast<BufferId>(buffers_.size() - 1);
+}
+
+BufferId Plan::add_persistent_buffer(std::string name, std::size_t rows, std::size_t cols, Elem elem) {
+  check(cols > 0, "plan: persistent buffer ", name, " has zero columns");
+  check(rows > 0, "plan: persistent buffer ", name, " has zero rows");
+  buffers_.push_back({std::move(name), Rows::kPersistent, cols, -1, elem, rows});
   return static_cast<BufferId>(buffers_.size() - 1);
 }
 
@@ -18,6 +29,12 @@ BufferId Plan::add_buffer_over(std::string name, Rows rows, std::size_t cols, Bu
   check(owner >= 0 && static_cast<std::size_t>(owner) < buffers_.size(), "plan: buffer ", name,
         " reuses unknown buffer ", owner);
   const BufferDesc& o = buffers_[static_cast<std::size_t>(owner)];
+  // A persistent buffer's contents must outlive every run: no other buffer may write its storage,
+  // and it has storage of its own.
+  check(o.rows != Rows::kPersistent, "plan: buffer ", name, " cannot reuse the storage of persistent buffer ", o.name,
+        " (its contents are kept between runs)");
+  check(rows != Rows::kPersistent, "plan: persistent buffer ", name, " cannot reuse the storage of ", o.name,
+        " (its contents are kept between runs)");
   // Token and selected rows share the element type (the serving precision) and the row bound
   // (the scratch's token count), so the owner's storage holds the new buffer.
   check(o.rows == Rows::kTokens && o.storage < 0 && o.elem == Elem::kActivation, "plan: buffer ", name,
@@ -81,6 +98,19 @@ void WeightDesc::release() {
 }
 
 void Plan::add_step(const std::string& program, std::string name, StepOp op) {
+  // Steps that index rows by token or sequence (embeddings, positions, attention, pooling) have
+  // no meaning yet on rows that belong to no batch; the row-wise ones run over rows(x).
+  const bool row_wise = std::holds_alternative<GemmStep>(op) || std::holds_alternative<LayerNormStep>(op) ||
+                        std::holds_alternative<GluStep>(op) || std::holds_alternative<L2Step>(op);
+  const Operands o = operands(op);
+  for (const auto* views : {&o.reads, &o.writes})
+    for (const View& v : *views) {
+      check(v.buffer >= 0 && static_cast<std::size_t>(v.buffer) < buffers_.size(), "plan: step ", name,
+            " uses unknown buffer ", v.buffer);
+      const BufferDesc& b = buffers_[static_cast<std::size_t>(v.buffer)];
+      check(row_wise || b.rows != Rows::kPersistent, "plan: step ", name, " (", op_name(op),
+            ") uses persistent buffer ", b.name, ": only GEMM, norm, GLU and L2 steps may so far");
+    }
   programs_[program].push_back({std::move(name), std::move(op)});
 }
 

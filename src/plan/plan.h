@@ -2,7 +2,8 @@
 //
 // A builder (models/) reads a config and weights and appends steps to named programs
 // ("encode", "pool_mean", "ce_head", ...). Buffers are sized once for the largest batch; per
-// batch only the row counts change: a buffer has one row per token (T) or one per sequence (B).
+// batch only the row counts change: a buffer has one row per token (T) or one per sequence (B),
+// or a fixed number of rows that keep their contents from run to run (persistent buffers).
 // A View is a column window of a buffer, so a packed [T, 3H] QKV buffer is read as three views
 // without copies. Executors never branch on the architecture; builders never on the device.
 #pragma once
@@ -25,8 +26,14 @@ namespace il::plan {
 // every precision mode). kSelected: one per sequence too, but encoder activations of one chosen
 // token of each sequence (its first or its last, see AttentionStep::queries), kept in the serving
 // precision like token rows: a model pooled from one token needs no other row in its last layer
-// (models/layers.h, "selected rows").
-enum class Rows { kTokens, kSequences, kSelected };
+// (models/layers.h, "selected rows"). kPersistent: a row count fixed when the plan is built
+// (BufferDesc::fixed_rows), not the batch's, and contents that survive set_batch and run: zeroed
+// once when an executor is built, then changed only by the steps that write them (the KV cache,
+// diffusion canvas and self-conditioning logits of generating models). Only row-wise steps
+// (GEMM, norm, GLU, L2) may read or write them so far; such a step runs over rows(x) rows and
+// every operand must hold that many (a step over token rows writing a persistent buffer needs
+// it to hold the batch's launched rows: on CUDA the token count rounded up to its bucket).
+enum class Rows { kTokens, kSequences, kSelected, kPersistent };
 
 // The element type of a buffer. kActivation: the serving precision (f32, or f16 / bf16 on a GPU
 // in those modes); kF32: f32 in every mode; kI32: 32-bit integers (ids, indices).
@@ -45,7 +52,15 @@ struct BufferDesc {
   // chains; at most as many columns): for programs that never need both at once.
   BufferId storage = -1;
   Elem elem = Elem::kActivation;
+  std::size_t fixed_rows = 0;  // kPersistent: the row count; else 0 (the batch decides)
 };
+
+// The rows an executor allocates for a buffer: a persistent buffer's own count, else the
+// largest batch's (max_tokens, for sequence and selected rows too: a batch may hold as many
+// sequences as tokens). A buffer over another's storage allocates none (see BufferDesc::storage).
+constexpr std::size_t capacity_rows(const BufferDesc& b, std::size_t max_tokens) {
+  return b.rows == Rows::kPersistent ? b.fixed_rows : max_tokens;
+}
 
 // A weight's values as the checkpoint stores them: parts stacked row-wise (one part, or the
 // tensors a fused weight joins: q, k, v), each `numel` elements of `dtype` (little-endian, maybe
@@ -165,12 +180,17 @@ struct Step {
 
 class Plan {
  public:
+  // Token, sequence or selected rows (persistent buffers: add_persistent_buffer).
   BufferId add_buffer(std::string name, Rows rows, std::size_t cols);
   BufferId add_buffer(std::string name, Rows rows, std::size_t cols, Elem elem);
+  // A buffer of `rows` rows whose contents persist between runs (Rows::kPersistent): storage of
+  // its own, never shared with another buffer.
+  BufferId add_persistent_buffer(std::string name, std::size_t rows, std::size_t cols, Elem elem = Elem::kActivation);
   // A buffer over the storage of token buffer `owner` (see BufferDesc::storage).
   BufferId add_buffer_over(std::string name, Rows rows, std::size_t cols, BufferId owner);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, StoredTensor stored);
+  // Refuses a step that is not row-wise (embed, rope, attention, pool) over a persistent buffer.
   void add_step(const std::string& program, std::string name, StepOp op);
   // Names a view so callers can read it back ("hidden", "embedding", "scores").
   void set_output(const std::string& name, View view);

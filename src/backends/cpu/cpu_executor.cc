@@ -25,9 +25,11 @@ CpuExecutor::CpuExecutor(plan::Plan& plan, std::size_t max_tokens, std::size_t t
     : plan_(plan), max_tokens_(max_tokens), pool_(threads) {
   check(max_tokens > 0, "cpu executor: max_tokens must be positive");
   buffers_.reserve(plan.buffers().size());
-  // Sequence buffers get one row per token too: a batch can hold as many sequences as tokens.
-  // A buffer over another's storage gets none of its own.
-  for (const auto& b : plan.buffers()) buffers_.emplace_back(b.storage < 0 ? max_tokens * b.cols : 0);
+  // Sequence buffers get one row per token too: a batch can hold as many sequences as tokens;
+  // persistent buffers their own rows, zeroed here once and kept from run to run. A buffer over
+  // another's storage gets none of its own.
+  for (const auto& b : plan.buffers())
+    buffers_.emplace_back(b.storage < 0 ? plan::capacity_rows(b, max_tokens) * b.cols : 0);
   profiling_ = env::on_when_set("IL_PROFILE");
   pack_gemm_weights(plan);
 }
@@ -100,8 +102,22 @@ std::size_t CpuExecutor::rows(const View& v) const {
     case Rows::kTokens: return batch_.num_tokens();
     case Rows::kSequences:
     case Rows::kSelected: return batch_.num_seqs();
+    case Rows::kPersistent: return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).fixed_rows;
   }
   return 0;
+}
+
+// A row-wise step runs over rows(x): every operand must hold them (a persistent buffer holds its
+// fixed rows, the others max_tokens).
+std::size_t CpuExecutor::row_wise(const std::string& step, const View& x, std::initializer_list<View> others) const {
+  const std::size_t n = rows(x);
+  for (const View& v : others) {
+    if (v.buffer < 0) continue;
+    const plan::BufferDesc& b = plan_.buffers().at(static_cast<std::size_t>(v.buffer));
+    check(n <= plan::capacity_rows(b, max_tokens_), "cpu executor: step ", step, " runs over ", n, " rows, more than ",
+          b.name, " holds (", plan::capacity_rows(b, max_tokens_), ")");
+  }
+  return n;
 }
 
 const float* CpuExecutor::weight_f32(plan::WeightId id) const {
@@ -143,12 +159,14 @@ void CpuExecutor::execute(const plan::Step& step) {
                            pool_);
           },
           [&](const plan::GemmStep& op) {
-            ops::gemm_packed_cpu({tensor(op.x), &packed_.at(op.w), weight(op.bias), tensor(op.y), rows(op.x), op.act},
+            ops::gemm_packed_cpu({tensor(op.x), &packed_.at(op.w), weight(op.bias), tensor(op.y),
+                                  row_wise(step.name, op.x, {op.y}), op.act},
                                  pool_);
           },
           [&](const plan::LayerNormStep& op) {
             ops::LayerNormArgs a{tensor(op.x), present(op.residual) ? tensor(op.residual) : ops::TensorView{},
-                                 weight_f32(op.w), weight_f32(op.b), tensor(op.out), rows(op.x), op.x.cols, op.eps,
+                                 weight_f32(op.w), weight_f32(op.b), tensor(op.out),
+                                 row_wise(step.name, op.x, {op.residual, op.out, op.sum_out}), op.x.cols, op.eps,
                                  op.rms};
             a.sum_out = present(op.sum_out) ? tensor(op.sum_out) : ops::TensorView{};
             a.group = op.group;
@@ -158,7 +176,8 @@ void CpuExecutor::execute(const plan::Step& step) {
           [&](const plan::GluStep& op) {
             check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
                   " columns for an output of ", op.out.cols);
-            ops::glu_cpu({tensor(op.x), tensor(op.out), rows(op.x), op.out.cols, op.act}, pool_);
+            ops::glu_cpu({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.out.cols, op.act},
+                         pool_);
           },
           [&](const plan::RopeStep& op) {
             check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <vector>
@@ -40,6 +41,8 @@ class CpuExecutor final : public plan::Executor {
   ops::TensorView tensor(const plan::View& v);  // every buffer holds f32 here
   std::size_t ld(const plan::View& v) const;
   std::size_t rows(const plan::View& v) const;
+  // rows(x), checked against what each of `others` holds (absent views skipped).
+  std::size_t row_wise(const std::string& step, const plan::View& x, std::initializer_list<plan::View> others) const;
   const float* weight_f32(plan::WeightId id) const;        // null for kNoWeight
   ops::ConstTensorView weight(plan::WeightId id) const;  // absent for kNoWeight
   void pack_gemm_weights(plan::Plan& plan);

@@ -19,13 +19,20 @@ ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::G
         " do not match the weight [", n, ", ", k, "]");
   const DType t = type_of(op.x);
   check(type_of(op.y) == t, "gemm ", name, ": input and output rows differ in kind");
-  return {tensor(op.x), weight(op.w, t), weight(op.bias, t), tensor(op.y), rows(op.x), n, k, op.act};
+  return {tensor(op.x), weight(op.w, t), weight(op.bias, t), tensor(op.y), row_wise(name, op.x, {op.y}), n, k, op.act};
 }
 
 ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::LayerNormStep& op) const {
   const bool has_res = op.residual.buffer >= 0, has_sum = op.sum_out.buffer >= 0;
-  ops::LayerNormArgs a{tensor(op.x), has_res ? tensor(op.residual) : ops::TensorView{}, norm_weight(op.w),
-                       norm_weight(op.b), tensor(op.out), rows(op.x), op.x.cols, op.eps, op.rms};
+  ops::LayerNormArgs a{tensor(op.x),
+                       has_res ? tensor(op.residual) : ops::TensorView{},
+                       norm_weight(op.w),
+                       norm_weight(op.b),
+                       tensor(op.out),
+                       row_wise(name, op.x, {op.residual, op.out, op.sum_out}),
+                       op.x.cols,
+                       op.eps,
+                       op.rms};
   a.sum_out = has_sum ? tensor(op.sum_out) : ops::TensorView{};
   a.group = op.group;
   ops::check_layernorm(a, name.c_str());  // operands of one element type among others
@@ -49,7 +56,8 @@ void CudaExecutor::execute(const plan::Step& step) {
           [&](const plan::GluStep& op) {
             check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
                   " columns for an output of ", op.out.cols);
-            const ops::GluArgs a{tensor(op.x), tensor(op.out), rows(op.x), op.out.cols, op.act};
+            const ops::GluArgs a{tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.out.cols,
+                                 op.act};
             ops::check_glu(a, step.name.c_str());
             ops::glu_cuda(a, stream_);
           },

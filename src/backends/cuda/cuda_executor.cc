@@ -91,17 +91,20 @@ void CudaExecutor::allocate(plan::Plan& plan) {
   gemm_ = std::make_unique<ops::CublasLtGemm>();
   upload_weights(plan);
 
-  // Scratch: every buffer gets max_tokens rows (a batch can hold as many sequences as tokens).
-  // A buffer over another's storage (plan::BufferDesc::storage) takes none of its own.
+  // Scratch: every buffer gets max_tokens rows (a batch can hold as many sequences as tokens),
+  // a persistent one its own rows. A buffer over another's storage (plan::BufferDesc::storage)
+  // takes none of its own.
   const auto bytes_of = [&](std::size_t id) {
     const plan::BufferDesc& b = plan.buffers()[id];
     if (b.storage >= 0) return std::size_t{0};
-    return aligned_bytes(max_tokens_ * b.cols * elem_bytes(b));
+    return aligned_bytes(plan::capacity_rows(b, max_tokens_) * b.cols * elem_bytes(b));
   };
   std::size_t total = 0;
   for (std::size_t i = 0; i < plan.buffers().size(); ++i) total += bytes_of(i);
   buffer_arena_ = DeviceMemory(total);
-  // Zeroed once so a view never reads uninitialised memory, even past the current rows.
+  // Zeroed once so a view never reads uninitialised memory, even past the current rows, and
+  // persistent buffers start from zeros; nothing clears them later (set_batch and run leave their
+  // contents, and their addresses, which CUDA graphs hold, never change).
   // On our stream: a non-blocking stream does not wait for work on the legacy default stream.
   if (total > 0) IL_CUDA_CHECK(cudaMemsetAsync(buffer_arena_.get(), 0, total, stream_));
   std::size_t offset = 0;
@@ -288,8 +291,22 @@ std::size_t CudaExecutor::rows(const View& v) const {
     case Rows::kTokens: return num_tokens_;
     case Rows::kSequences:
     case Rows::kSelected: return num_seqs_;
+    case Rows::kPersistent: return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).fixed_rows;
   }
   return 0;
+}
+
+// A row-wise step runs over rows(x), the launched rows (token counts rounded up to a bucket):
+// every operand must hold them (a persistent buffer its fixed rows, the others max_tokens).
+std::size_t CudaExecutor::row_wise(const std::string& step, const View& x, std::initializer_list<View> others) const {
+  const std::size_t n = rows(x);
+  for (const View& v : others) {
+    if (v.buffer < 0) continue;
+    const plan::BufferDesc& b = plan_.buffers().at(static_cast<std::size_t>(v.buffer));
+    check(n <= plan::capacity_rows(b, max_tokens_), "cuda executor: step ", step, " runs over ", n, " rows, more than ",
+          b.name, " holds (", plan::capacity_rows(b, max_tokens_), ")");
+  }
+  return n;
 }
 
 bool CudaExecutor::selected(const View& v) const {
@@ -321,6 +338,7 @@ void CudaExecutor::read(const View& view, float* dst) {
     case Rows::kTokens: n = real_tokens_; break;
     case Rows::kSequences:
     case Rows::kSelected: n = real_seqs_; break;
+    case Rows::kPersistent: n = plan_.buffers().at(static_cast<std::size_t>(view.buffer)).fixed_rows; break;
   }
   if (n == 0 || view.cols == 0) return;
   IL_CUDA_CHECK(cudaSetDevice(device_));

@@ -8,11 +8,14 @@
 // that type and the GEMMs run on tensor cores with f32 accumulation; kF32 buffers (by default
 // the sequence rows: pooled vectors, the heads' small GEMMs, scores) stay f32, so the outputs
 // read back are f32 and the heads add no rounding. kI32 buffers hold 32-bit integers.
+// Persistent buffers (plan::Rows::kPersistent) are zeroed once here and keep their contents
+// across set_batch and run, at fixed addresses (graph replays write into them too).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <set>
@@ -70,6 +73,8 @@ class CudaExecutor final : public plan::Executor {
   ops::TensorView tensor(const plan::View& v) const;  // the view's columns, typed by type_of
   std::size_t ld(const plan::View& v) const;
   std::size_t rows(const plan::View& v) const;
+  // rows(x), checked against what each of `others` holds (absent views skipped).
+  std::size_t row_wise(const std::string& step, const plan::View& x, std::initializer_list<plan::View> others) const;
   // The device copy of a weight in element type t (absent for kNoWeight); norm weights: f32.
   ops::ConstTensorView weight(plan::WeightId id, DType t) const;
   const float* norm_weight(plan::WeightId id) const;
