@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "io/json_util.h"
 #include "models/bert.h"
+#include "models/modernbert.h"
 #include "models/qwen3.h"
 
 namespace il::models {
@@ -20,6 +21,11 @@ const std::vector<Architecture>& architectures() {
        "logits)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_qwen3_config(j, s); }, build_qwen3_folder,
        build_qwen3_random},
+      {"modernbert", {"modernbert"},
+       "ModernBERT: embeddings, hidden states, sequence classification (ModernBertForSequenceClassification "
+       "cross-encoders)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_modernbert_config(j, s); },
+       build_modernbert_folder, build_modernbert_random},
   };
   return table;
 }

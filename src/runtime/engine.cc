@@ -93,7 +93,7 @@ class LocalEngine final : public Engine {
   TokenInput tokenize_pair(std::string_view first, std::string_view second,
                            bool truncate) const override {
     if (model_.pair_template) return templated_pair(first, second, "", encode_options(truncate));
-    return to_input(tokenizer().encode_pair(first, second, encode_options(truncate)));
+    return pair_input(tokenizer().encode_pair(first, second, encode_options(truncate)));
   }
 
   TokenInput tokenize_with(std::string_view text, const TokenizeOptions& options) const override {
@@ -104,7 +104,7 @@ class LocalEngine final : public Engine {
                                 const TokenizeOptions& options) const override {
     if (model_.pair_template) return templated_pair(first, second, options.instruction, encode_options(options));
     check(options.instruction.empty(), "this model takes no instruction (it is not scored through a prompt)");
-    return to_input(tokenizer().encode_pair(first, second, encode_options(options)));
+    return pair_input(tokenizer().encode_pair(first, second, encode_options(options)));
   }
 
   std::vector<TokenDetail> token_details(std::string_view text,
@@ -226,6 +226,14 @@ class LocalEngine final : public Engine {
   }
 
   static TokenInput to_input(text::Encoding&& e) { return {std::move(e.ids), std::move(e.type_ids)}; }
+  // A pair for a model without a segment table (ModernBERT): its tokenizer's template may still
+  // give the second text type id 1, which transformers never passes to such a model (its
+  // tokenizer returns no token_type_ids), so they are dropped rather than refused.
+  TokenInput pair_input(text::Encoding&& e) const {
+    TokenInput in = to_input(std::move(e));
+    if (model_.limits.type_vocab == 0) in.type_ids.clear();
+    return in;
+  }
 
   // A pair scored through a prompt (models::PairTemplate): prefix, body and suffix tokenized
   // alone without special tokens, as the model card does; the body is cut to what the prefix

@@ -1,0 +1,160 @@
+#include "models/modernbert_config.h"
+
+#include <charconv>
+#include <climits>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/hf_config.h"
+#include "io/json_util.h"
+
+namespace il::models {
+namespace {
+
+using nlohmann::json;
+namespace d = io::detail;
+
+constexpr long long kMaxDim = 1LL << 24;
+
+float positive_float(const json& j, const char* key, const std::string& src, float fallback) {
+  const auto v = d::opt_number(j, key, src);
+  if (!v) return fallback;
+  const bool in_range = *v > 0 && *v <= std::numeric_limits<float>::max();
+  check(in_range, src, ": field \"", key, "\" = ", *v, " must be a positive number");
+  return static_cast<float>(*v);
+}
+
+bool opt_bool(const json& j, const char* key, const std::string& src, bool fallback) {
+  return d::opt_bool(j, key, src).value_or(fallback);
+}
+
+// rope_parameters[kind] (transformers 5): the plain rotary embedding only; a scaled variant
+// (yarn, linear, dynamic...) changes the angles and is refused.
+float read_layer_theta(const json& rope, const char* kind, const std::string& src, float fallback) {
+  const auto it = rope.find(kind);
+  if (it == rope.end() || it->is_null()) return fallback;
+  const std::string where = src + " (rope_parameters." + kind + ")";
+  check(it->is_object(), src, ": field \"rope_parameters\".", kind, " must be an object, got ", d::describe(*it));
+  for (const char* type_key : {"rope_type", "type"})
+    if (const auto type = d::opt_string(*it, type_key, where))
+      check(*type == "default", src, ": field \"rope_parameters\".", kind, ".", type_key, " = \"", *type,
+            "\" is not supported (supported: default)");
+  return positive_float(*it, "rope_theta", where, fallback);
+}
+
+std::map<int, std::string> read_id2label(const json& j, const std::string& src) {
+  std::map<int, std::string> out;
+  const auto it = j.find("id2label");
+  if (it == j.end() || it->is_null()) return out;
+  check(it->is_object(), src, ": field \"id2label\" must be an object, got ", d::describe(*it));
+  for (const auto& [key, value] : it->items()) {
+    long long index = -1;
+    const auto r = std::from_chars(key.data(), key.data() + key.size(), index);
+    const bool decimal = !key.empty() && key.front() != '-' && r.ec == std::errc() && r.ptr == key.data() + key.size();
+    check(decimal && index < kMaxDim, src, ": field \"id2label\" key ", d::describe(json(key)),
+          " is not a label index (a non-negative integer)");
+    check(value.is_string(), src, ": field \"id2label\" name of label ", index, " must be a string, got ",
+          d::describe(value));
+    check(out.emplace(static_cast<int>(index), value.get<std::string>()).second, src, ": field \"id2label\" names label ",
+          index, " twice");
+  }
+  return out;
+}
+
+}  // namespace
+
+ModernBertConfig parse_modernbert_config(const json& j, const std::string& src) {
+  check(j.is_object(), src, ": expected a JSON object, got ", d::type_name(j));
+  ModernBertConfig c;
+  c.model_type = d::req_string(j, "model_type", src);
+  check(c.model_type == "modernbert", src, ": model_type \"", c.model_type, "\" is not modernbert");
+  if (const auto it = j.find("architectures"); it != j.end() && !it->is_null()) {
+    check(it->is_array() && !it->empty() && it->front().is_string(), src,
+          ": field \"architectures\" must be an array of strings, got ", d::describe(*it));
+    c.architecture = it->front().get<std::string>();
+  }
+  if (c.architecture.empty()) c.architecture = "ModernBertModel";
+  // ModernBertForMaskedLM holds the encoder under "model." with a prediction head this engine does
+  // not serve: its encoder still gives embeddings and hidden states.
+  check(c.architecture == "ModernBertModel" || c.architecture == "ModernBertForMaskedLM" ||
+            c.architecture == "ModernBertForSequenceClassification",
+        src, ": architecture \"", c.architecture,
+        "\" is not supported for modernbert (supported: ModernBertModel, ModernBertForMaskedLM (its encoder), "
+        "ModernBertForSequenceClassification)");
+  c.is_classifier = c.architecture == "ModernBertForSequenceClassification";
+
+  c.hidden = d::int_in_range(j, "hidden_size", src, 1, kMaxDim, 768);
+  c.layers = d::int_in_range(j, "num_hidden_layers", src, 1, kMaxDim, 22);
+  c.heads = d::int_in_range(j, "num_attention_heads", src, 1, kMaxDim, 12);
+  check(c.hidden % c.heads == 0, src, ": field \"hidden_size\" = ", c.hidden,
+        " is not a multiple of \"num_attention_heads\" = ", c.heads);
+  c.head_dim = c.hidden / c.heads;
+  check(c.head_dim % 2 == 0, src, ": head_dim (hidden_size / num_attention_heads) = ", c.head_dim,
+        " must be even (rotary pairs)");
+  c.intermediate = d::int_in_range(j, "intermediate_size", src, 1, kMaxDim, 1152);
+  c.vocab = d::int_in_range(j, "vocab_size", src, 1, INT_MAX, 50368);
+  c.max_positions = d::int_in_range(j, "max_position_embeddings", src, 1, kMaxDim, 8192);
+  c.act = io::parse_activation(d::opt_string(j, "hidden_activation", src).value_or("gelu"), src);
+  c.norm_eps = positive_float(j, "norm_eps", src, 1e-5f);
+  c.norm_bias = opt_bool(j, "norm_bias", src, false);
+  c.attention_bias = opt_bool(j, "attention_bias", src, false);
+  c.mlp_bias = opt_bool(j, "mlp_bias", src, false);
+  c.local_attention = d::int_in_range(j, "local_attention", src, 1, kMaxDim, 128);
+  c.random_weights = opt_bool(j, "inferencelayer_random_weights", src, false);
+
+  // Layer kinds: layer_types where present, else every global_attn_every_n_layers-th layer global
+  // (layer 0 first). A file with both must agree: transformers' versions differ in which one
+  // they obey.
+  const int every_n = d::int_in_range(j, "global_attn_every_n_layers", src, 1, kMaxDim, 3);
+  c.sliding.resize(static_cast<std::size_t>(c.layers));
+  for (int i = 0; i < c.layers; ++i) c.sliding[static_cast<std::size_t>(i)] = i % every_n != 0;
+  if (const auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    check(it->is_array() && it->size() == static_cast<std::size_t>(c.layers), src,
+          ": field \"layer_types\" must be an array of num_hidden_layers (", c.layers, ") strings, got ",
+          d::describe(*it));
+    std::vector<bool> kinds;
+    for (const json& t : *it) {
+      const bool full = t.is_string() && t.get<std::string>() == "full_attention";
+      const bool sliding = t.is_string() && t.get<std::string>() == "sliding_attention";
+      check(full || sliding, src, ": field \"layer_types\" holds ", d::describe(t),
+            " (supported: full_attention, sliding_attention)");
+      kinds.push_back(sliding);
+    }
+    if (j.contains("global_attn_every_n_layers"))
+      check(kinds == c.sliding, src, ": fields \"layer_types\" and \"global_attn_every_n_layers\" = ", every_n,
+            " disagree on which layers attend globally");
+    c.sliding = kinds;
+  }
+
+  // Rope thetas: rope_parameters.{full_attention, sliding_attention}.rope_theta (transformers 5),
+  // else global_rope_theta / local_rope_theta. rope_scaling is not supported.
+  c.global_theta = positive_float(j, "global_rope_theta", src, 160000.0f);
+  c.local_theta = positive_float(j, "local_rope_theta", src, 10000.0f);
+  if (const auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
+    throw make_error(src, ": field \"rope_scaling\" is not supported (scaled rotary embeddings)");
+  if (const auto it = j.find("rope_parameters"); it != j.end() && !it->is_null()) {
+    check(it->is_object(), src, ": field \"rope_parameters\" must be an object, got ", d::describe(*it));
+    c.global_theta = read_layer_theta(*it, "full_attention", src, c.global_theta);
+    c.local_theta = read_layer_theta(*it, "sliding_attention", src, c.local_theta);
+  }
+
+  // The classification head (read for every architecture, used by ModernBertForSequenceClassification).
+  const std::string pooling = d::opt_string(j, "classifier_pooling", src).value_or("cls");
+  check(pooling == "cls" || pooling == "mean", src, ": field \"classifier_pooling\" = \"", pooling,
+        "\" is not supported (supported: cls, mean)");
+  c.classifier_pooling = pooling == "mean" ? PoolingMode::kMean : PoolingMode::kCls;
+  c.classifier_act = io::parse_activation(d::opt_string(j, "classifier_activation", src).value_or("gelu"), src);
+  c.classifier_bias = opt_bool(j, "classifier_bias", src, false);
+  c.id2label = read_id2label(j, src);
+  if (const auto n = d::opt_int(j, "num_labels", src)) {
+    check(*n >= 1 && *n <= kMaxDim, src, ": field \"num_labels\" = ", *n, " must be at least 1");
+    c.num_labels = static_cast<int>(*n);
+  } else if (!c.id2label.empty()) {
+    c.num_labels = static_cast<int>(c.id2label.size());
+  }
+  return c;
+}
+
+}  // namespace il::models
