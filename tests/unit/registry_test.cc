@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "models/modernbert_config.h"
 #include "models/registry.h"
 
 namespace il::models {
@@ -44,6 +45,58 @@ TEST(Registry, EachArchitectureChecksItsOwnConfig) {
   EXPECT_EQ(error_of(scaled), "");
   scaled["num_key_value_heads"] = 3;
   EXPECT_NE(error_of(scaled).find("num_key_value_heads"), std::string::npos);
+}
+
+// ModernBERT configs in both forms: the Hub's (global_attn_every_n_layers, global / local rope
+// thetas) and transformers 5's (layer_types, rope_parameters per layer type); what is not
+// implemented, or contradicts itself, is refused naming the field.
+TEST(Registry, ModernBertReadsBothConfigForms) {
+  EXPECT_EQ(find_architecture({{"model_type", "modernbert"}}, "c").name, "modernbert");
+  const nlohmann::json hub = {{"model_type", "modernbert"}, {"hidden_size", 64},   {"num_hidden_layers", 4},
+                              {"num_attention_heads", 4},   {"intermediate_size", 96}, {"vocab_size", 100},
+                              {"global_attn_every_n_layers", 2}, {"local_attention", 16},
+                              {"global_rope_theta", 1000.0}, {"local_rope_theta", 50.0}};
+  EXPECT_EQ(error_of(hub), "");
+  const ModernBertConfig a = parse_modernbert_config(hub, "c");
+  EXPECT_EQ(a.sliding, (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(a.window(0), 0u);
+  EXPECT_EQ(a.window(1), 16u);
+  EXPECT_EQ(a.rope_theta(0), 1000.0f);
+  EXPECT_EQ(a.rope_theta(3), 50.0f);
+  EXPECT_EQ(a.classifier_pooling, PoolingMode::kCls);  // transformers' default
+
+  nlohmann::json v5 = hub;
+  v5.erase("global_attn_every_n_layers");
+  v5.erase("global_rope_theta");
+  v5.erase("local_rope_theta");
+  v5["layer_types"] = {"full_attention", "sliding_attention", "sliding_attention", "full_attention"};
+  v5["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 2000.0}}},
+                           {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 20.0}}}};
+  v5["classifier_pooling"] = "mean";
+  const ModernBertConfig b = parse_modernbert_config(v5, "c");
+  EXPECT_EQ(b.sliding, (std::vector<bool>{false, true, true, false}));
+  EXPECT_EQ(b.rope_theta(0), 2000.0f);
+  EXPECT_EQ(b.rope_theta(1), 20.0f);
+  EXPECT_EQ(b.classifier_pooling, PoolingMode::kMean);
+
+  nlohmann::json bad = v5;
+  bad["global_attn_every_n_layers"] = 2;  // says layer 2 is global, layer_types says sliding
+  EXPECT_NE(error_of(bad).find("layer_types"), std::string::npos) << error_of(bad);
+  bad = v5;
+  bad["rope_parameters"]["sliding_attention"]["rope_type"] = "yarn";
+  EXPECT_NE(error_of(bad).find("yarn"), std::string::npos) << error_of(bad);
+  bad = v5;
+  bad["layer_types"][1] = "chunked_attention";
+  EXPECT_NE(error_of(bad).find("chunked_attention"), std::string::npos) << error_of(bad);
+  bad = v5;
+  bad["classifier_pooling"] = "max";
+  EXPECT_NE(error_of(bad).find("classifier_pooling"), std::string::npos) << error_of(bad);
+  bad = v5;
+  bad["architectures"] = {"ModernBertForTokenClassification"};
+  EXPECT_NE(error_of(bad).find("ModernBertForTokenClassification"), std::string::npos) << error_of(bad);
+  bad = v5;
+  bad["hidden_size"] = 66;
+  EXPECT_NE(error_of(bad).find("num_attention_heads"), std::string::npos) << error_of(bad);
 }
 
 }  // namespace
