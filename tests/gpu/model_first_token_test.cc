@@ -125,7 +125,7 @@ TEST_P(GpuFirstTokenTest, SameOutputsAsTheFullEncoderInEveryPrecision) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuFirstTokenTest,
                          ::testing::Values("bert-cls", "bert-ce", "jina-ce", "xlmr-ce", "xlmr-ce2", "qwen3-embed",
-                                           "qwen3-rerank"),
+                                           "qwen3-rerank", "modernbert-ce-cls"),
                          [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace

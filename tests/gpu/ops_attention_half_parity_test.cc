@@ -242,6 +242,10 @@ const std::vector<HalfCase> kCases = {
     // Qwen3's layouts, causal with GQA 2:1: head_dim 24 (the fixture; padded to 32) and 128.
     {kMixed, 4, 2, 24, MaskMode::kCausal, 0},
     {{1, 0, 40, 1500}, 16, 8, 128, MaskMode::kCausal, 0},
+    // ModernBERT's sliding layers: bidirectional windows of ±64 at head_dim 64 (ModernBERT-base,
+    // the Hopper kernels' shape) and ±8 at head_dim 16 (the fixtures).
+    {{1, 0, 40, 129, 1500}, 12, 12, 64, MaskMode::kBidirectional, 128},
+    {{64, 17, 9, 8, 1}, 4, 4, 16, MaskMode::kBidirectional, 16},
 };
 
 INSTANTIATE_TEST_SUITE_P(Ragged, GpuHalfAttention,

@@ -73,7 +73,11 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{{300, 41}, 3, 3, 48, MaskMode::kCausal, 63},
                       // Qwen3's layouts: head_dim 24 (the fixture) and 128, causal, GQA 2:1.
                       AttnCase{kMixedLengths, 4, 2, 24, MaskMode::kCausal, 0},
-                      AttnCase{{1, 0, 40, 1500}, 16, 8, 128, MaskMode::kCausal, 0}));
+                      AttnCase{{1, 0, 40, 1500}, 16, 8, 128, MaskMode::kCausal, 0},
+                      // ModernBERT's sliding layers: bidirectional windows of ±64 (ModernBERT-base,
+                      // head_dim 64) and ±8 (the fixtures, head_dim 16), sequences far longer.
+                      AttnCase{{1, 0, 40, 129, 1500}, 12, 12, 64, MaskMode::kBidirectional, 128},
+                      AttnCase{{64, 17, 9, 8, 1}, 4, 4, 16, MaskMode::kBidirectional, 16}));
 
 // attention_first_cuda / attention_last_cuda (each sequence's first or last query row, into row
 // s) against attention_first_cpu / attention_last_cpu on the same inputs, in every element type:
