@@ -5,6 +5,7 @@
 // weights.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,42 @@ TEST(ModernBertCli, BenchTakesTheModernBertBaseConfig) {
     const json j = parse_line(line);
     EXPECT_EQ(j["model"], "modernbert-base");
     EXPECT_GT(j["p50_ms"].get<double>(), 0.0);
+  }
+}
+
+// A config.json that disagrees with its checkpoint, or names what is not implemented, is refused
+// at load naming the file and the field.
+TEST(ModernBertCli, ConfigFieldsDisagreeingWithTheCheckpointAreRefused) {
+  struct Case {
+    const char* fixture;
+    std::function<void(json&)> edit;
+    std::vector<std::string> parts;  // beyond the file
+  };
+  const std::vector<Case> cases = {
+      {"modernbert-ce-cls", [](json& j) { j["attention_bias"] = false; }, {"\"attention_bias\"", "attn.Wqkv.bias"}},
+      {"modernbert-ce-cls", [](json& j) { j["norm_bias"] = false; }, {"\"norm_bias\"", "final_norm.bias"}},
+      {"modernbert-ce-cls", [](json& j) { j["classifier_bias"] = false; }, {"\"classifier_bias\"", "head.dense.bias"}},
+      {"modernbert-embed", [](json& j) { j["mlp_bias"] = true; }, {"\"mlp_bias\"", "mlp.Wi.bias"}},
+      {"modernbert-embed", [](json& j) { j["num_hidden_layers"] = 2; j.erase("layer_types"); },
+       {"\"num_hidden_layers\" = 2", "layers.2.", "holds more layers"}},
+      {"modernbert-embed", [](json& j) { j["num_hidden_layers"] = 4; j.erase("layer_types"); },
+       {"\"num_hidden_layers\" = 4", "layers.3.", "fewer layers"}},
+      {"modernbert-embed", [](json& j) { j["intermediate_size"] = 64; }, {"\"intermediate_size", "128"}},
+      {"modernbert-embed", [](json& j) { j["vocab_size"] = 900; }, {"\"vocab_size\"", "900"}},
+      {"modernbert-embed", [](json& j) { j["global_attn_every_n_layers"] = 2; }, {"\"layer_types\"", "disagree"}},
+      {"modernbert-embed", [](json& j) { j["rope_parameters"]["sliding_attention"]["rope_type"] = "yarn"; },
+       {"rope_parameters", "yarn"}},
+      {"modernbert-ce", [](json& j) { j["classifier_pooling"] = "max"; }, {"\"classifier_pooling\"", "max"}},
+  };
+  ScratchDir tmp;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i) + " on " + cases[i].fixture);
+    const auto dir = copy_fixture(cases[i].fixture, tmp);
+    edit_json_file(dir / "config.json", cases[i].edit);
+    const RunResult r = run_cli_bounded({"info", "-m", dir.string()}, tmp);
+    EXPECT_EQ(r.status, 1) << r.err;
+    expect_contains(r.err, {(dir / "config.json").string()});
+    expect_contains(r.err, cases[i].parts);
   }
 }
 
