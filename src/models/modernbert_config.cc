@@ -102,6 +102,11 @@ ModernBertConfig parse_modernbert_config(const json& j, const std::string& src) 
   c.attention_bias = opt_bool(j, "attention_bias", src, false);
   c.mlp_bias = opt_bool(j, "mlp_bias", src, false);
   c.local_attention = d::int_in_range(j, "local_attention", src, 1, kMaxDim, 128);
+  // transformers 5's sliding_window is the half window, a view of local_attention whose setter
+  // rewrites it (local_attention = 2 · sliding_window); a file that stores it means that.
+  if (j.contains("sliding_window") && !j.at("sliding_window").is_null())
+    c.local_attention = 2 * d::int_in_range(j, "sliding_window", src, 0, kMaxDim / 2);
+  check(c.local_attention >= 1, src, ": field \"sliding_window\" = 0 leaves a sliding layer no keys");
   c.random_weights = opt_bool(j, "inferencelayer_random_weights", src, false);
 
   // Layer kinds: layer_types where present, else every global_attn_every_n_layers-th layer global

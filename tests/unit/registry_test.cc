@@ -78,6 +78,9 @@ TEST(Registry, ModernBertReadsBothConfigForms) {
   EXPECT_EQ(b.rope_theta(0), 2000.0f);
   EXPECT_EQ(b.rope_theta(1), 20.0f);
   EXPECT_EQ(b.classifier_pooling, PoolingMode::kMean);
+  v5["sliding_window"] = 32;  // the half window, as transformers 5's property names it
+  EXPECT_EQ(parse_modernbert_config(v5, "c").window(1), 64u);
+  v5.erase("sliding_window");
 
   nlohmann::json bad = v5;
   bad["global_attn_every_n_layers"] = 2;  // says layer 2 is global, layer_types says sliding
