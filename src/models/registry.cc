@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "io/json_util.h"
 #include "models/bert.h"
+#include "models/nomic_bert.h"
 #include "models/qwen3.h"
 
 namespace il::models {
@@ -20,6 +21,9 @@ const std::vector<Architecture>& architectures() {
        "logits)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_qwen3_config(j, s); }, build_qwen3_folder,
        build_qwen3_random},
+      {"nomic-bert", {"nomic_bert"}, "nomic-embed-text v1 / v1.5 (embeddings, hidden states)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_nomic_config(j, s); }, build_nomic_folder,
+       build_nomic_random},
   };
   return table;
 }
