@@ -6,6 +6,7 @@
 #include "io/json_util.h"
 #include "models/bert.h"
 #include "models/modernbert.h"
+#include "models/nomic_bert.h"
 #include "models/qwen3.h"
 
 namespace il::models {
@@ -26,6 +27,9 @@ const std::vector<Architecture>& architectures() {
        "cross-encoders)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_modernbert_config(j, s); },
        build_modernbert_folder, build_modernbert_random},
+      {"nomic-bert", {"nomic_bert"}, "nomic-embed-text v1 / v1.5 (embeddings, hidden states)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_nomic_config(j, s); }, build_nomic_folder,
+       build_nomic_random},
   };
   return table;
 }

@@ -1,7 +1,8 @@
 // Rotary position embedding (the "rotate half" / NeoX form), in place: for each token, each of
 // `heads` heads of head_dim columns, and j < rotary_dim / 2, the pair (x[j], x[j + rotary_dim / 2])
-// is rotated by the angle position · inv_freq[j], inv_freq[j] = theta^(−2j / rotary_dim). Columns
-// past rotary_dim are left as they are. The angles follow transformers' float32 arithmetic
+// is rotated by the angle position · inv_freq[j], inv_freq[j] = theta^(−2j / rotary_dim). With
+// `interleaved` (the GPT-J form) the pair is (x[2j], x[2j + 1]) at the same angle. Columns past
+// rotary_dim are left as they are. The angles follow transformers' float32 arithmetic
 // (inv_freq and position · inv_freq rounded to f32, then cos / sin), in every compute precision.
 #pragma once
 
@@ -19,6 +20,7 @@ struct RopeArgs {
   std::size_t rows = 0;
   std::size_t heads = 0, head_dim = 0, rotary_dim = 0;
   float theta = 10000.0f;
+  bool interleaved = false;            // pairs (2j, 2j + 1) instead of (j, j + rotary_dim / 2)
 };
 
 void check_rope(const RopeArgs& a, const char* what = "rope");

@@ -38,12 +38,15 @@ void rope_cpu(const RopeArgs& a, ThreadPool& pool) {
         sin_row[j] = static_cast<float>(std::sin(angle));
       }
       float* row = xs + r * ldx;
+      // The pair of angle j: (j, j + half), or (2j, 2j + 1) interleaved.
+      const std::size_t first = a.interleaved ? 2 : 1, second = a.interleaved ? 1 : half;
       for (std::size_t h = 0; h < a.heads; ++h) {
         float* x = row + h * a.head_dim;
         for (std::size_t j = 0; j < half; ++j) {
-          const float lo = x[j], hi = x[j + half];
-          x[j] = lo * cos_row[j] - hi * sin_row[j];
-          x[j + half] = hi * cos_row[j] + lo * sin_row[j];
+          float* p = x + j * first;
+          const float lo = p[0], hi = p[second];
+          p[0] = lo * cos_row[j] - hi * sin_row[j];
+          p[second] = hi * cos_row[j] + lo * sin_row[j];
         }
       }
     }

@@ -7,7 +7,7 @@
 // into f32 and round once on the store.
 //
 // One block per row: its first threads compute the row's cos / sin table into shared memory
-// (shared by every head), then all rotate the heads' pairs.
+// (shared by every head), then all rotate the heads' pairs (rotate-half or interleaved).
 #include <algorithm>
 
 #include "ops/check_cuda.h"
@@ -25,6 +25,7 @@ struct RopeParams {
   std::size_t ldx;
   const int32_t* positions;
   int heads, head_dim, half;
+  int first, second;  // the pair of angle j: x[j · first], x[j · first + second]
   float inv_freq[kRopeMaxRotaryDim / 2];
 };
 
@@ -47,10 +48,11 @@ __global__ void rope_kernel(RopeParams<T> p) {
   for (int i = static_cast<int>(threadIdx.x); i < pairs; i += static_cast<int>(blockDim.x)) {
     const int h = i / p.half, j = i - h * p.half;
     T* x = row + static_cast<std::size_t>(h) * p.head_dim;
-    const float lo = elem::load(x + j), hi = elem::load(x + j + p.half);
+    T* pair = x + j * p.first;
+    const float lo = elem::load(pair), hi = elem::load(pair + p.second);
     const float c = cos_row[j], s = sin_row[j];
-    elem::store(x + j, __fsub_rn(__fmul_rn(lo, c), __fmul_rn(hi, s)));
-    elem::store(x + j + p.half, __fadd_rn(__fmul_rn(hi, c), __fmul_rn(lo, s)));
+    elem::store(pair, __fsub_rn(__fmul_rn(lo, c), __fmul_rn(hi, s)));
+    elem::store(pair + p.second, __fadd_rn(__fmul_rn(hi, c), __fmul_rn(lo, s)));
   }
 }
 
@@ -74,6 +76,8 @@ void rope_cuda(const RopeArgs& a, cudaStream_t stream) {
     p.heads = static_cast<int>(a.heads);
     p.head_dim = static_cast<int>(a.head_dim);
     p.half = half;
+    p.first = a.interleaved ? 2 : 1;  // (2j, 2j + 1) interleaved, else (j, j + half)
+    p.second = a.interleaved ? 1 : half;
     for (int j = 0; j < half; ++j) p.inv_freq[j] = rope_inv_freq(a.theta, static_cast<std::size_t>(j), a.rotary_dim);
     pdl::launch(rope_kernel<T>, static_cast<unsigned>(a.rows), threads, 0, stream, p);
   });

@@ -140,11 +140,13 @@ struct GluStep {
 };
 // Rotary position embedding, in place on `heads` heads of `head_dim` columns of x, at each token's
 // position (Batch::positions): rotate-half pairs (j, j + rotary_dim / 2) over the first
-// rotary_dim columns of a head, angle position · theta^(−2j / rotary_dim).
+// rotary_dim columns of a head, angle position · theta^(−2j / rotary_dim); with `interleaved`
+// (GPT-J form, nomic-bert's rotary_emb_interleaved) the pairs are (2j, 2j + 1) instead.
 struct RopeStep {
   View x;
   std::size_t heads = 0, head_dim = 0, rotary_dim = 0;
   float theta = 10000.0f;
+  bool interleaved = false;
 };
 // Which query rows an attention computes: every token, or one per sequence (its first or its
 // last token); with one, out has kSelected rows (row s for sequence s) while keys and values are

@@ -275,7 +275,7 @@ TEST(EmbedPromptPooling, PromptsAreLeftOutOfPooling) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, EmbedTest, ::testing::Values("bert-mean", "bert-cls"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, EmbedTest, ::testing::Values("bert-mean", "bert-cls", "nomic-embed", "nomic-embed-rot"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) if (c == '-') c = '_';

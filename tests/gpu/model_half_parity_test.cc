@@ -163,7 +163,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GpuHalfModelTest,
                          ::testing::Combine(::testing::Values("bert-mean", "bert-cls", "bert-mean-f16",
                                                               "bert-mean-hd64", "bert-ce", "xlmr-ce", "xlmr-ce2",
                                                               "jina-ce", "modernbert-embed", "modernbert-ce",
-                                                              "modernbert-ce-cls"),
+                                                              "modernbert-ce-cls",
+                                                              "nomic-embed", "nomic-embed-rot",
+                                                              "nomic-embed-hf"),
                                             ::testing::Values("f16", "bf16")),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);

@@ -186,7 +186,9 @@ TEST(GpuPromptPooling, LeavesThePromptOutLikeTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuModelTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-mean-hd64", "bert-ce",
                                            "xlmr-ce", "xlmr-ce2", "jina-ce", "modernbert-embed", "modernbert-ce",
-                                           "modernbert-ce-cls"),
+                                           "modernbert-ce-cls",
+                                           "nomic-embed", "nomic-embed-rot",
+                                           "nomic-embed-hf"),
                          [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace

@@ -107,7 +107,9 @@ TEST_P(GluRopeNorm, GluMatchesCpuAtOddSizesStridesAndInPlace) {
 
 // Rotary embeddings on q and k inside a fused QKV buffer (the model's layout: q heads, then k,
 // then v), at positions up to 4095 in a ragged order, head dims 24 / 64 / 128 (and a partial
-// rotary_dim), theta 1e4 and 1e6. v and the columns past each rotary_dim stay as they were.
+// rotary_dim), theta 1e4 and 1e6, rotate-half and interleaved pairs (nomic-bert's
+// rotary_emb_interleaved, with nomic-embed's theta 1e3 and a half-width rotary_dim of 6). v and
+// the columns past each rotary_dim stay as they were.
 TEST_P(GluRopeNorm, RopeMatchesCpuOnStridedViewsAtLargePositions) {
   IL_REQUIRE_GPU();
   ThreadPool pool(0);
@@ -117,8 +119,9 @@ TEST_P(GluRopeNorm, RopeMatchesCpuOnStridedViewsAtLargePositions) {
   };
   uint32_t seed = 70;
   double worst = 0.0;
+  for (const bool interleaved : {false, true})
   for (const Case& c : {Case{4, 2, 24, 24, 1e6f}, Case{16, 8, 128, 128, 1e6f}, Case{12, 12, 64, 64, 1e4f},
-                        Case{6, 2, 64, 32, 1e4f}, Case{3, 1, 128, 128, 5e5f}})
+                        Case{6, 2, 64, 32, 1e4f}, Case{3, 1, 128, 128, 5e5f}, Case{4, 4, 12, 6, 1e3f}})
     for (std::size_t rows : {1, 97, 1025, 4096}) {
       const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw;
       std::vector<int32_t> positions(rows);
@@ -130,14 +133,16 @@ TEST_P(GluRopeNorm, RopeMatchesCpuOnStridedViewsAtLargePositions) {
       std::vector<float> cpu = buf.values();
       for (const auto& [col, heads] : {std::pair{std::size_t{0}, c.heads}, std::pair{qw, c.kv_heads}})
         ops::rope_cpu({ops::f32_view(cpu.data() + col, ld), positions.data(), rows, heads, c.head_dim, c.rotary_dim,
-                       c.theta},
+                       c.theta, interleaved},
                       pool);
       for (const auto& [col, heads] : {std::pair{std::size_t{0}, c.heads}, std::pair{qw, c.kv_heads}})
-        ops::rope_cuda({buf.view(col, ld), dpos.get(), rows, heads, c.head_dim, c.rotary_dim, c.theta}, nullptr);
+        ops::rope_cuda({buf.view(col, ld), dpos.get(), rows, heads, c.head_dim, c.rotary_dim, c.theta, interleaved},
+                       nullptr);
       const double err = rel_error(buf.download(), cpu);
       worst = std::max(worst, err);
       EXPECT_LE(err, tol(1e-6)) << type_name(type()) << " heads " << c.heads << "/" << c.kv_heads << " head_dim "
-                                << c.head_dim << " rotary " << c.rotary_dim << " rows " << rows;
+                                << c.head_dim << " rotary " << c.rotary_dim << " rows " << rows << " interleaved "
+                                << interleaved;
     }
   std::printf("[rope] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst, tol(1e-6));
 }

@@ -100,6 +100,58 @@ TEST(Registry, ModernBertReadsBothConfigForms) {
   bad = v5;
   bad["hidden_size"] = 66;
   EXPECT_NE(error_of(bad).find("num_attention_heads"), std::string::npos) << error_of(bad);
+// nomic-bert's GPT2-style field names; each feature it does not implement is refused naming the
+// field, and the release's values pass.
+TEST(Registry, NomicBertRefusesWhatItDoesNotImplementNamingTheField) {
+  EXPECT_EQ(find_architecture({{"model_type", "nomic_bert"}}, "c").name, "nomic-bert");
+  const nlohmann::json base = {{"model_type", "nomic_bert"},      {"n_embd", 64},          {"n_layer", 2},
+                               {"n_head", 4},                     {"n_inner", 96},         {"vocab_size", 100},
+                               {"activation_function", "swiglu"}, {"rotary_emb_fraction", 1.0},
+                               {"rotary_emb_base", 1000},         {"rotary_scaling_factor", nullptr},
+                               {"prenorm", false},                {"causal", false}};
+  EXPECT_EQ(error_of(base), "");
+  const std::vector<std::pair<std::string, nlohmann::json>> refused = {
+      {"prenorm", true},
+      {"causal", true},
+      {"rotary_scaling_factor", 2.0},
+      {"rotary_emb_fraction", 0.0},
+      {"rotary_emb_fraction", 0.3},  // 16 · 0.3 is not a whole even number of columns
+      {"activation_function", "glu"},
+      {"num_heads_kv", 2},
+      {"rotary_head_dim", true},
+      {"use_rms_norm", true},
+  };
+  for (const auto& [field, value] : refused) {
+    nlohmann::json c = base;
+    c[field] = value;
+    const std::string msg = error_of(c);
+    EXPECT_NE(msg.find("config.json"), std::string::npos) << field << ": " << msg;
+    EXPECT_NE(msg.find("\"" + field + "\""), std::string::npos) << field << ": " << msg;
+  }
+  nlohmann::json partial = base;
+  partial["rotary_emb_fraction"] = 0.5;
+  partial["rotary_emb_interleaved"] = true;
+  partial["activation_function"] = "gelu_new";
+  EXPECT_EQ(error_of(partial), "");
+  nlohmann::json missing = base;
+  missing.erase("rotary_emb_fraction");  // the class default 0 means learned positions
+  EXPECT_NE(error_of(missing).find("rotary_emb_fraction"), std::string::npos);
+
+  // transformers' own NomicBertConfig (hidden_size, ..., rope_parameters).
+  const nlohmann::json hf = {{"model_type", "nomic_bert"},    {"hidden_size", 64},       {"num_hidden_layers", 2},
+                             {"num_attention_heads", 4},      {"intermediate_size", 96}, {"vocab_size", 100},
+                             {"hidden_act", "silu"},
+                             {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 1000.0}}}};
+  EXPECT_EQ(error_of(hf), "");
+  nlohmann::json no_rope = hf;
+  no_rope.erase("rope_parameters");
+  EXPECT_NE(error_of(no_rope).find("rope_parameters"), std::string::npos);
+  nlohmann::json yarn = hf;
+  yarn["rope_parameters"]["rope_type"] = "yarn";
+  EXPECT_NE(error_of(yarn).find("yarn"), std::string::npos);
+  nlohmann::json partial_hf = hf;
+  partial_hf["rotary_emb_fraction"] = 0.5;
+  EXPECT_NE(error_of(partial_hf).find("rotary_emb_fraction"), std::string::npos);
 }
 
 }  // namespace

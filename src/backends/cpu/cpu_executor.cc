@@ -184,7 +184,7 @@ void CpuExecutor::execute(const plan::Step& step) {
             check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
                   " do not fit a view of ", op.x.cols, " columns");
             ops::rope_cpu({tensor(op.x), batch_.positions.data(), rows(op.x), op.heads, op.head_dim, op.rotary_dim,
-                           op.theta},
+                           op.theta, op.interleaved},
                           pool_);
           },
           [&](const plan::AttentionStep& op) {

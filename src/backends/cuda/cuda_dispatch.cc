@@ -67,7 +67,8 @@ void CudaExecutor::execute(const plan::Step& step) {
                   " do not fit a view of ", op.x.cols, " columns");
             check(d_positions_ != nullptr, "rope ", step.name, ": no positions uploaded");
             ops::rope_cuda(
-                {tensor(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim, op.theta}, stream_);
+                {tensor(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim, op.theta, op.interleaved},
+                stream_);
           },
           [&](const plan::AttentionStep& op) { attention(step.name, op); },
           [&](const plan::PoolStep& op) {
