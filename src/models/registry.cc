@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "io/json_util.h"
 #include "models/bert.h"
+#include "models/deberta.h"
 #include "models/qwen3.h"
 
 namespace il::models {
@@ -20,6 +21,10 @@ const std::vector<Architecture>& architectures() {
        "logits)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_qwen3_config(j, s); }, build_qwen3_folder,
        build_qwen3_random},
+      {"deberta-v2", {"deberta-v2"},
+       "DeBERTa-v2 / v3: embeddings, hidden states, sequence classification (cross-encoders, NLI)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_deberta_config(j, s); }, build_deberta_folder,
+       build_deberta_random},
   };
   return table;
 }

@@ -27,6 +27,7 @@ Metaspace decoder. model_max_length MAX_LEN (128; the longest texts are truncate
 Folders written under --out (each with expected.json; config.json marked
 "inferencelayer_random_weights": true):
   deberta-embed   DeBERTa-v3 geometry (type_vocab_size 0, position_biased_input false,
+                  max_position_embeddings 128 = MAX_LEN,
                   relative_attention, share_att_key, pos_att_type "p2c|c2p", norm_rel_ebd
                   "layer_norm", position_buckets 16, max_relative_positions 64: relative distances
                   past 8 fall in log buckets and past 63 clamp at the table's edge), hidden 64,
@@ -146,7 +147,10 @@ def deberta_config(vocab_size, variant, num_labels=None):
         pooler_dropout=0.0,
     )
     if variant == "v3":
-        kw.update(max_position_embeddings=512, type_vocab_size=0, position_biased_input=False, position_buckets=16,
+        # max_position_embeddings = MAX_LEN: with position_biased_input false and
+        # max_relative_positions given, transformers reads it nowhere, and it is the longest input
+        # the engine accepts (it truncates there, as the tokenizer's model_max_length does).
+        kw.update(max_position_embeddings=MAX_LEN, type_vocab_size=0, position_biased_input=False, position_buckets=16,
                   max_relative_positions=64, pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
                   pooler_hidden_act="gelu")
     else:
