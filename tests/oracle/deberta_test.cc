@@ -14,6 +14,7 @@
 #include "fixture.h"
 #include "inferencelayer/engine.h"
 #include "models/deberta_config.h"
+#include "models/registry.h"
 #include "ops/disentangled_attention.h"
 
 namespace il::test {
@@ -208,6 +209,15 @@ TEST(DebertaConfig, RefusesWhatIsNotImplementedNamingTheField) {
     EXPECT_NE(msg.find("x/config.json"), std::string::npos) << field << ": " << msg;
     EXPECT_NE(msg.find(field), std::string::npos) << field << ": " << msg;
   }
+}
+
+TEST(DebertaConfig, TheRegistryRowChecksWithTheDebertaParser) {
+  const models::Architecture& a = models::find_architecture(v3_config(), "x/config.json");
+  EXPECT_EQ(a.name, "deberta-v2");
+  EXPECT_NO_THROW(a.check_config(v3_config(), "x/config.json"));
+  nlohmann::json conv = v3_config();
+  conv["conv_kernel_size"] = 3;
+  EXPECT_THROW(a.check_config(conv, "x/config.json"), Error);
 }
 
 // deberta-v3-base's geometry: every distance up to 511 maps into the 512 rows, symmetric around
