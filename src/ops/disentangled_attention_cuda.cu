@@ -2,10 +2,12 @@
 // whose score bias is computed in the tile from the relative tables, never as an n×n matrix.
 //
 // One block per (sequence, head, kRows query rows); one warp per query row. The block stages a
-// tile of 32 keys and values in shared memory (f32); lane j of a warp scores key j of the tile:
-// q·k from shared memory, plus the c2p term q·pos_key[m] and the p2c term k·pos_query[m] with
-// m = rel_index[i − j + max_len − 1], the relative rows read through the read-only cache (they
-// are f32 in every mode and shared by every block of the head). The softmax is online over the
+// tile of 32 keys and values in shared memory (f32); lane j of a warp scores key j of the tile
+// (q·k from shared memory). The relative terms, the c2p term q·pos_key[m] and the p2c term
+// k·pos_query[m] with m = rel_index[i − j + max_len − 1], are computed per key of the tile by the
+// whole warp, the lanes splitting the head's columns so each relative row is read coalesced (the
+// tables are f32 in every mode and shared by every block of the head, so they stay in cache),
+// and handed to the key's lane. The softmax is online over the
 // tiles (running max and sum per row, warp shuffles), the output accumulated in registers, each
 // lane owning head_dim / 32 dimensions. q, k, v and out are f32, f16 or bf16: loaded into f32,
 // computed in f32, rounded once on the store.
@@ -83,28 +85,36 @@ __global__ void __launch_bounds__(kRows * 32) disentangled_kernel(DisParams<T> p
     }
     __syncthreads();
     if (!active) continue;
+    // The relative terms of the tile's keys: for key t of the tile, q_i·pos_key[m] + k_t·pos_query[m]
+    // with the lanes splitting the head's columns (coalesced reads of the two table rows, k_t from
+    // shared memory) and one warp sum; lane t keeps key t's value.
+    float bias = 0.0f;
+    if (p.pos_key != nullptr || p.pos_query != nullptr) {
+      const int tile_keys = min(kKeys, len - j0);
+      for (int t = 0; t < tile_keys; ++t) {
+        // Distances of one sequence stay inside the table (the host limits sequences to
+        // max_len); the clamp only keeps a bad batch from reading outside it.
+        const int di = min(max(i - (j0 + t) + p.max_len - 1, 0), 2 * p.max_len - 2);
+        const std::size_t row = static_cast<std::size_t>(p.rel_index[di]) * p.width + col;
+        float part = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kPerLane; ++e) {
+          const int d = lane + 32 * e;
+          if (d < hd) {
+            if (p.pos_key != nullptr) part = fmaf(qs[warp][d], __ldg(p.pos_key + row + d), part);
+            if (p.pos_query != nullptr) part = fmaf(ks[t][d], __ldg(p.pos_query + row + d), part);
+          }
+        }
+        part = warp_sum(part);
+        if (lane == t) bias = part;
+      }
+    }
     const int j = j0 + lane;
     float sc = -INFINITY;
     if (j < len) {
-      // Distances of one sequence stay inside the table (the host limits sequences to max_len);
-      // the clamp only keeps a bad batch from reading outside it.
-      const int di = min(max(i - j + p.max_len - 1, 0), 2 * p.max_len - 2);
-      const int m = static_cast<int>(p.rel_index[di]);
       float qk = 0.0f;
       for (int d = 0; d < hd; ++d) qk = fmaf(qs[warp][d], ks[lane][d], qk);
-      if (p.pos_key != nullptr) {
-        const float* pk = p.pos_key + static_cast<std::size_t>(m) * p.width + col;
-        float c = 0.0f;
-        for (int d = 0; d < hd; ++d) c = fmaf(qs[warp][d], __ldg(pk + d), c);
-        qk += c;
-      }
-      if (p.pos_query != nullptr) {
-        const float* pq = p.pos_query + static_cast<std::size_t>(m) * p.width + col;
-        float c = 0.0f;
-        for (int d = 0; d < hd; ++d) c = fmaf(ks[lane][d], __ldg(pq + d), c);
-        qk += c;
-      }
-      sc = qk * p.scale;
+      sc = (qk + bias) * p.scale;
     }
     const float new_max = fmaxf(mx, warp_max(sc));  // finite: key j0 + 0 < len always scores
     const float pj = j < len ? expf(sc - new_max) : 0.0f;
