@@ -7,7 +7,8 @@
 //   gate); one ragged batch of every input gives each input's result alone within 1e-5.
 // - f16 / bf16: cosine ≥ 0.999 of every pooled vector and hidden-state row to transformers' f32
 //   result; scores within 0.01 (f16) / 0.04 (bf16) of max(1, |s|), the BERT cross-encoders'
-//   tolerances.
+//   tolerances; alone vs in one ragged batch, cosine ≥ 0.9999 (embeddings) or the same score
+//   tolerances, as model_half_parity_test holds BERT.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,6 +27,7 @@ namespace {
 constexpr double kTolerance = 1e-4;
 constexpr double kBatchTolerance = 1e-5;
 constexpr double kMinCosine = 0.999;
+constexpr double kBatchMinCosine = 0.9999;  // half modes, alone vs in a batch (model_half_parity_test)
 
 EngineOptions options(const std::string& dtype) {
   EngineOptions o;
@@ -128,12 +130,26 @@ TEST_P(GpuDebertaTest, HiddenStatesMatchTransformers) {
 }
 
 TEST_P(GpuDebertaTest, ABatchGivesEachInputsResultAlone) {
-  if (dtype_ != "f32") GTEST_SKIP() << "batch invariance is gated in f32 (half modes: model_half_parity_test's note)";
   const std::vector<TokenInput> inputs = all_inputs(fixture_);
   const Matrix together = run(*engine_, inputs);
+  double worst = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Matrix alone = run(*engine_, {inputs[i]});
-    EXPECT_LE(max_abs_finite(alone.row(0), together.row(i), together.cols), kBatchTolerance) << "input " << i;
+    if (dtype_ == "f32") {
+      EXPECT_LE(max_abs_finite(alone.row(0), together.row(i), together.cols), kBatchTolerance) << "input " << i;
+    } else if (embedding()) {
+      // Alone vs in a batch only the GEMM algorithm (picked per row count), and so the f32
+      // accumulation order, differs: ten times closer than the mode's gate, as for BERT.
+      const double c = cosine(alone.row(0), together.row(i), together.cols);
+      worst = std::max(worst, 1.0 - c);
+      EXPECT_GE(c, kBatchMinCosine) << dtype_ << " input " << i;
+    } else {
+      EXPECT_TRUE(close(alone.row(0), together.row(i), together.cols, worst)) << dtype_ << " input " << i;
+    }
+  }
+  if (dtype_ != "f32") {
+    std::printf("%s %s: batch invariance worst %.3g\n", std::get<0>(GetParam()).c_str(), dtype_.c_str(), worst);
+    return;
   }
   auto cpu = Engine::load(fixture_.dir, {});
   const Matrix on_cpu = run(*cpu, inputs);
