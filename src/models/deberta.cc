@@ -144,13 +144,11 @@ Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& 
       const int64_t R = c.rel_rows();
       // share_att_key: the relative rows go through the layer's own key / query projections;
       // else through pos_key_proj / pos_query_proj.
-      if (c.c2p)
-        att.pos_key = plan.add_weight(L + "pos_key", {R, H},
-                                      project(rel, R, H, src, a + (c.share_att_key ? "key_proj" : "pos_key_proj"), *fold_pool));
+      const std::string key_proj = a + (c.share_att_key ? "key_proj" : "pos_key_proj");
+      const std::string query_proj = a + (c.share_att_key ? "query_proj" : "pos_query_proj");
+      if (c.c2p) att.pos_key = plan.add_weight(L + "pos_key", {R, H}, project(rel, R, H, src, key_proj, *fold_pool));
       if (c.p2c)
-        att.pos_query = plan.add_weight(
-            L + "pos_query", {R, H}, project(rel, R, H, src, a + (c.share_att_key ? "query_proj" : "pos_query_proj"),
-                                 *fold_pool));
+        att.pos_query = plan.add_weight(L + "pos_query", {R, H}, project(rel, R, H, src, query_proj, *fold_pool));
       att.rel_index = rel_index;
       att.span = static_cast<std::size_t>(c.span);
       att.max_len = max_len;
