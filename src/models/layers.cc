@@ -158,6 +158,7 @@ void for_each_view(plan::StepOp& op, F&& f) {
                  [&](plan::AttentionStep& s) { f(s.q), f(s.k), f(s.v), f(s.out); },
                  [&](plan::PoolStep& s) { f(s.x), f(s.out); },
                  [&](plan::L2Step& s) { f(s.x); },
+                 [&](plan::DisentangledAttentionStep& s) { f(s.q), f(s.k), f(s.v), f(s.out); },
              },
              op);
 }

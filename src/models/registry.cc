@@ -7,6 +7,7 @@
 #include "models/bert.h"
 #include "models/modernbert.h"
 #include "models/nomic_bert.h"
+#include "models/deberta.h"
 #include "models/qwen3.h"
 
 namespace il::models {
@@ -30,6 +31,10 @@ const std::vector<Architecture>& architectures() {
       {"nomic-bert", {"nomic_bert"}, "nomic-embed-text v1 / v1.5 (embeddings, hidden states)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_nomic_config(j, s); }, build_nomic_folder,
        build_nomic_random},
+      {"deberta-v2", {"deberta-v2"},
+       "DeBERTa-v2 / v3: embeddings, hidden states, sequence classification (cross-encoders, NLI)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_deberta_config(j, s); }, build_deberta_folder,
+       build_deberta_random},
   };
   return table;
 }

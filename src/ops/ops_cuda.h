@@ -21,6 +21,7 @@
 #include "inferencelayer/types.h"
 #include "ops/activation.h"
 #include "ops/attention_dispatch_cuda.h"
+#include "ops/disentangled_attention.h"
 #include "ops/embed.h"
 #include "ops/glu.h"
 #include "ops/layernorm.h"
@@ -109,5 +110,13 @@ void bias_activation_cuda(const BiasActivationArgs& a, cudaStream_t stream);
 // Keeps the stream busy for about `microseconds` (one thread sleeping on the global timer), so
 // launches enqueued behind it start back to back: the profiler's way to time device work alone.
 void hold_stream_cuda(double microseconds, cudaStream_t stream);
+
+// DeBERTa's disentangled attention (ops/disentangled_attention.h): its own kernel, which no other
+// attention kernel stands in for (they have no relative terms) and which runs nothing else. q, k,
+// v and out of one element type; pos_key, pos_query and rel_index f32. Grids sized by max_seq_len
+// (at least the longest sequence); empty (padding) sequences are skipped on the device.
+inline constexpr std::size_t kDisentangledMaxHeadDim = 128;
+bool disentangled_attention_cuda_supports(const DisentangledAttentionArgs& a);
+void disentangled_attention_cuda(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
 
 }  // namespace il::ops

@@ -55,6 +55,14 @@ Operands operands(const StepOp& op) {
                    o.reads = {s.x};
                    o.writes = {s.x};
                  },
+                 [&](const DisentangledAttentionStep& s) {
+                   o.reads = {s.q, s.k, s.v};
+                   o.writes = {s.out};
+                   // f32 in every mode, like norm weights: read whole by the kernel, never a GEMM operand.
+                   weight(s.pos_key, WeightRole::kNorm, s.q);
+                   weight(s.pos_query, WeightRole::kNorm, s.q);
+                   weight(s.rel_index, WeightRole::kNorm, s.q);
+                 },
              },
              op);
   return o;

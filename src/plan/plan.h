@@ -171,9 +171,21 @@ struct PoolStep {
 struct L2Step {
   View x;
 };
+// DeBERTa's disentangled attention (ops/disentangled_attention.h): every query row, bidirectional,
+// no GQA; the relative terms read pos_key (c2p) / pos_query (p2c), either absent, and the row
+// index table rel_index (all three f32 weights in every precision mode), for sequences of up to
+// max_len tokens.
+struct DisentangledAttentionStep {
+  View q, k, v;
+  std::size_t heads = 0, head_dim = 0;
+  WeightId pos_key = kNoWeight, pos_query = kNoWeight, rel_index = kNoWeight;
+  std::size_t span = 0, max_len = 0;
+  float scale = 1.0f;
+  View out;
+};
 
-using StepOp =
-    std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step>;
+using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step,
+                            DisentangledAttentionStep>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"

@@ -53,7 +53,8 @@ TEST_P(InfoTest, HumanFormNamesTheRandomWeights) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, InfoTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-ce", "xlmr-ce", "jina-ce", "xlmr-ce2",
                                            "modernbert-embed", "modernbert-ce",
-                                           "nomic-embed", "nomic-embed-rot"),
+                                           "nomic-embed", "nomic-embed-rot", "deberta-embed",
+                                           "deberta-ce", "deberta-v2-ce"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) if (c == '-') c = '_';

@@ -122,7 +122,7 @@ TEST_P(RerankTest, EmbedRefusesACrossEncoder) {
   EXPECT_NE(r.err.find("rerank"), std::string::npos) << r.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, RerankTest, ::testing::Values("bert-ce", "xlmr-ce", "jina-ce", "xlmr-ce2"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, RerankTest, ::testing::Values("bert-ce", "xlmr-ce", "jina-ce", "xlmr-ce2", "deberta-ce", "deberta-v2-ce"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) if (c == '-') c = '_';

@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "ops/disentangled_attention.h"
 #include "ops/embed.h"
 #include "ops/glu.h"
 #include "ops/layernorm.h"
@@ -206,6 +207,26 @@ void CpuExecutor::execute(const plan::Step& step) {
                           pool_);
           },
           [&](const plan::L2Step& op) { ops::l2_rows_cpu({tensor(op.x), rows(op.x), op.x.cols}, pool_); },
+          [&](const plan::DisentangledAttentionStep& op) {
+            check(!selected(op.q) && !selected(op.out), "disentangled attention ", step.name,
+                  ": token rows only");
+            ops::DisentangledAttentionArgs a;
+            a.q = tensor(op.q);
+            a.k = tensor(op.k);
+            a.v = tensor(op.v);
+            a.out = tensor(op.out);
+            a.seq_starts = starts;
+            a.num_seqs = nseq;
+            a.heads = op.heads;
+            a.head_dim = op.head_dim;
+            a.pos_key = weight_f32(op.pos_key);
+            a.pos_query = weight_f32(op.pos_query);
+            a.span = op.span;
+            a.rel_index = weight_f32(op.rel_index);
+            a.max_len = op.max_len;
+            a.scale = op.scale;
+            ops::disentangled_attention_cpu(a, pool_);
+          },
       },
       step.op);
 }

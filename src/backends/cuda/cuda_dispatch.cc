@@ -80,6 +80,26 @@ void CudaExecutor::execute(const plan::Step& step) {
                            stream_);
           },
           [&](const plan::L2Step& op) { ops::l2_rows_cuda({tensor(op.x), rows(op.x), op.x.cols}, stream_); },
+          [&](const plan::DisentangledAttentionStep& op) {
+            check(!selected(op.q) && !selected(op.out), "disentangled attention ", step.name,
+                  ": token rows only");
+            ops::DisentangledAttentionArgs a;
+            a.q = tensor(op.q);
+            a.k = tensor(op.k);
+            a.v = tensor(op.v);
+            a.out = tensor(op.out);
+            a.seq_starts = d_starts_;
+            a.num_seqs = num_seqs_;
+            a.heads = op.heads;
+            a.head_dim = op.head_dim;
+            a.pos_key = norm_weight(op.pos_key);
+            a.pos_query = norm_weight(op.pos_query);
+            a.span = op.span;
+            a.rel_index = norm_weight(op.rel_index);
+            a.max_len = op.max_len;
+            a.scale = op.scale;
+            ops::disentangled_attention_cuda(a, max_seq_len_, stream_);
+          },
       },
       step.op);
 }

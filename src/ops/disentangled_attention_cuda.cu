@@ -1,0 +1,188 @@
+// DeBERTa's disentangled attention (ops/disentangled_attention.h) on the GPU: a flash-style kernel
+// whose score bias is computed in the tile from the relative tables, never as an n×n matrix.
+//
+// One block per (sequence, head, kRows query rows); one warp per query row. The block stages a
+// tile of 32 keys and values in shared memory (f32); lane j of a warp scores key j of the tile
+// (q·k from shared memory). The relative terms, the c2p term q·pos_key[m] and the p2c term
+// k·pos_query[m] with m = rel_index[i − j + max_len − 1], are computed per key of the tile by the
+// whole warp, the lanes splitting the head's columns so each relative row is read coalesced (the
+// tables are f32 in every mode and shared by every block of the head, so they stay in cache),
+// and handed to the key's lane. The softmax is online over the
+// tiles (running max and sum per row, warp shuffles), the output accumulated in registers, each
+// lane owning head_dim / 32 dimensions. q, k, v and out are f32, f16 or bf16: loaded into f32,
+// computed in f32, rounded once on the store.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/check_cuda.h"
+#include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
+#include "ops/ops_cuda.h"
+
+namespace il::ops {
+namespace {
+
+constexpr int kRows = 8;   // query rows (warps) of a block
+constexpr int kKeys = 32;  // keys of a tile: one per lane
+
+template <typename T>
+struct DisParams {
+  const T *q, *k, *v;
+  T* out;
+  std::size_t ldq, ldk, ldv, ldo;
+  const int32_t* seq_starts;
+  const float *pos_key, *pos_query, *rel_index;
+  int head_dim, width, max_len;
+  float scale;
+};
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// HD: head_dim rounded up to a multiple of 32 (32, 64 or 128); the padding columns are zeros.
+template <typename T, int HD>
+__global__ void __launch_bounds__(kRows * 32) disentangled_kernel(DisParams<T> p) {
+  pdl::wait_for_predecessor();
+  constexpr int kPerLane = HD / 32;
+  __shared__ float ks[kKeys][HD + 1];  // +1: lanes reading one column of different rows hit distinct banks
+  __shared__ float vs[kKeys][HD];
+  __shared__ float qs[kRows][HD];
+  const int s = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
+  const int start = p.seq_starts[s];
+  const int len = p.seq_starts[s + 1] - start;
+  const int row0 = static_cast<int>(blockIdx.z) * kRows;
+  if (row0 >= len) return;  // the whole block: no barrier is skipped by some threads only
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int i = row0 + warp;
+  const bool active = i < len;
+  const int hd = p.head_dim, col = h * hd;
+  for (int d = lane; d < HD; d += 32)
+    qs[warp][d] = active && d < hd ? elem::load(p.q + static_cast<std::size_t>(start + i) * p.ldq + col + d) : 0.0f;
+
+  float acc[kPerLane];
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) acc[e] = 0.0f;
+  float mx = -INFINITY, sum = 0.0f;
+  for (int j0 = 0; j0 < len; j0 += kKeys) {
+    __syncthreads();  // the previous tile is consumed (and qs written, the first time)
+    for (int e = static_cast<int>(threadIdx.x); e < kKeys * HD; e += kRows * 32) {
+      const int r = e / HD, d = e % HD, j = j0 + r;
+      const bool ok = j < len && d < hd;
+      const std::size_t row = static_cast<std::size_t>(start + (ok ? j : 0));
+      ks[r][d] = ok ? elem::load(p.k + row * p.ldk + col + d) : 0.0f;
+      vs[r][d] = ok ? elem::load(p.v + row * p.ldv + col + d) : 0.0f;
+    }
+    __syncthreads();
+    if (!active) continue;
+    // The relative terms of the tile's keys: for key t of the tile, q_i·pos_key[m] + k_t·pos_query[m]
+    // with the lanes splitting the head's columns (coalesced reads of the two table rows, k_t from
+    // shared memory) and one warp sum; lane t keeps key t's value.
+    float bias = 0.0f;
+    if (p.pos_key != nullptr || p.pos_query != nullptr) {
+      const int tile_keys = min(kKeys, len - j0);
+      for (int t = 0; t < tile_keys; ++t) {
+        // Distances of one sequence stay inside the table (the host limits sequences to
+        // max_len); the clamp only keeps a bad batch from reading outside it.
+        const int di = min(max(i - (j0 + t) + p.max_len - 1, 0), 2 * p.max_len - 2);
+        const std::size_t row = static_cast<std::size_t>(p.rel_index[di]) * p.width + col;
+        float part = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kPerLane; ++e) {
+          const int d = lane + 32 * e;
+          if (d < hd) {
+            if (p.pos_key != nullptr) part = fmaf(qs[warp][d], __ldg(p.pos_key + row + d), part);
+            if (p.pos_query != nullptr) part = fmaf(ks[t][d], __ldg(p.pos_query + row + d), part);
+          }
+        }
+        part = warp_sum(part);
+        if (lane == t) bias = part;
+      }
+    }
+    const int j = j0 + lane;
+    float sc = -INFINITY;
+    if (j < len) {
+      float qk = 0.0f;
+      for (int d = 0; d < hd; ++d) qk = fmaf(qs[warp][d], ks[lane][d], qk);
+      sc = (qk + bias) * p.scale;
+    }
+    const float new_max = fmaxf(mx, warp_max(sc));  // finite: key j0 + 0 < len always scores
+    const float pj = j < len ? expf(sc - new_max) : 0.0f;
+    const float corr = mx == -INFINITY ? 0.0f : expf(mx - new_max);
+    sum = sum * corr + warp_sum(pj);
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) acc[e] *= corr;
+    for (int r = 0; r < kKeys; ++r) {
+      const float pr = __shfl_sync(0xffffffffu, pj, r);
+#pragma unroll
+      for (int e = 0; e < kPerLane; ++e) acc[e] = fmaf(pr, vs[r][lane + 32 * e], acc[e]);
+    }
+    mx = new_max;
+  }
+  if (!active) return;
+  const float inv = 1.0f / sum;
+  T* o = p.out + static_cast<std::size_t>(start + i) * p.ldo + col;
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int d = lane + 32 * e;
+    if (d < hd) elem::store(o + d, acc[e] * inv);
+  }
+}
+
+template <typename T, int HD>
+void launch(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+  DisParams<T> p{};
+  p.q = static_cast<const T*>(a.q.data);
+  p.k = static_cast<const T*>(a.k.data);
+  p.v = static_cast<const T*>(a.v.data);
+  p.out = static_cast<T*>(a.out.data);
+  p.ldq = a.q.ld;
+  p.ldk = a.k.ld;
+  p.ldv = a.v.ld;
+  p.ldo = a.out.ld;
+  p.seq_starts = a.seq_starts;
+  p.pos_key = a.pos_key;
+  p.pos_query = a.pos_query;
+  p.rel_index = a.rel_index;
+  p.head_dim = static_cast<int>(a.head_dim);
+  p.width = static_cast<int>(a.heads * a.head_dim);
+  p.max_len = static_cast<int>(a.max_len);
+  p.scale = a.scale;
+  const dim3 grid(static_cast<unsigned>(a.num_seqs), static_cast<unsigned>(a.heads),
+                  static_cast<unsigned>((max_seq_len + kRows - 1) / kRows));
+  pdl::launch(disentangled_kernel<T, HD>, grid, dim3(kRows * 32), 0, stream, p);
+}
+
+}  // namespace
+
+bool disentangled_attention_cuda_supports(const DisentangledAttentionArgs& a) {
+  return a.head_dim >= 1 && a.head_dim <= kDisentangledMaxHeadDim && a.heads * a.head_dim < (1u << 30) &&
+         a.max_len < (1u << 30);
+}
+
+void disentangled_attention_cuda(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+  check_disentangled_attention_shape(a, "disentangled attention (CUDA)");
+  check(disentangled_attention_cuda_supports(a), "disentangled attention (CUDA): head_dim ", a.head_dim,
+        " outside 1..", kDisentangledMaxHeadDim);
+  check(a.num_seqs < (1u << 31) && a.heads < 65536 && (max_seq_len + kRows - 1) / kRows < 65536,
+        "disentangled attention (CUDA): grid too large");
+  if (a.num_seqs == 0 || max_seq_len == 0) return;
+  elem::dispatch(a.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (a.head_dim <= 32) return launch<T, 32>(a, max_seq_len, stream);
+    if (a.head_dim <= 64) return launch<T, 64>(a, max_seq_len, stream);
+    return launch<T, 128>(a, max_seq_len, stream);
+  });
+}
+
+}  // namespace il::ops
