@@ -26,6 +26,7 @@
 #include "ops/layernorm.h"
 #include "ops/pool.h"
 #include "ops/rope.h"
+#include "ops/short_conv.h"
 #include "ops/tensor_view.h"
 
 namespace il::ops {
@@ -109,5 +110,10 @@ void bias_activation_cuda(const BiasActivationArgs& a, cudaStream_t stream);
 // Keeps the stream busy for about `microseconds` (one thread sleeping on the global timer), so
 // launches enqueued behind it start back to back: the profiler's way to time device work alone.
 void hold_stream_cuda(double microseconds, cudaStream_t stream);
+
+// LFM2's gated short causal convolution (ops/short_conv.h): bcx and out of one element type, the
+// filter f32, seq_starts on the device; rows past seq_starts[num_seqs] get zeros. Up to
+// kShortConvMaxTaps taps.
+void short_conv_cuda(const ShortConvArgs& a, cudaStream_t stream);
 
 }  // namespace il::ops

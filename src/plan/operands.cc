@@ -55,6 +55,11 @@ Operands operands(const StepOp& op) {
                    o.reads = {s.x};
                    o.writes = {s.x};
                  },
+                 [&](const ShortConvStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.out};
+                   weight(s.w, WeightRole::kNorm, s.x);  // f32 in every mode, like a norm's scale
+                 },
              },
              op);
   return o;

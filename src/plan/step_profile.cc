@@ -20,6 +20,7 @@ const char* op_name(const StepOp& op) {
                         [](const AttentionStep&) { return "attention"; },
                         [](const PoolStep&) { return "pool"; },
                         [](const L2Step&) { return "l2"; },
+                        [](const ShortConvStep&) { return "short_conv"; },
                     },
                     op);
 }

@@ -13,6 +13,7 @@
 #include "ops/layernorm.h"
 #include "ops/pool.h"
 #include "ops/rope.h"
+#include "ops/short_conv.h"
 #include "plan/operands.h"
 #include "plan/overloaded.h"
 
@@ -206,6 +207,14 @@ void CpuExecutor::execute(const plan::Step& step) {
                           pool_);
           },
           [&](const plan::L2Step& op) { ops::l2_rows_cpu({tensor(op.x), rows(op.x), op.x.cols}, pool_); },
+          [&](const plan::ShortConvStep& op) {
+            check(!selected(op.x) && !selected(op.out), "short_conv ", step.name, ": needs every token's row");
+            check(op.x.cols == 3 * op.out.cols, "short_conv ", step.name, ": input of ", op.x.cols,
+                  " columns for an output of ", op.out.cols, " (B | C | x)");
+            ops::short_conv_cpu({tensor(op.x), weight_f32(op.w), tensor(op.out), starts, nseq,
+                                 row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps},
+                                pool_);
+          },
       },
       step.op);
 }
