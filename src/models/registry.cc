@@ -6,6 +6,7 @@
 #include "io/json_util.h"
 #include "models/bert.h"
 #include "models/qwen3.h"
+#include "models/lfm2.h"
 
 namespace il::models {
 
@@ -20,6 +21,11 @@ const std::vector<Architecture>& architectures() {
        "logits)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_qwen3_config(j, s); }, build_qwen3_folder,
        build_qwen3_random},
+      {"lfm2", {"lfm2"},
+       "LFM2 trunks (hidden states; mean-pooled embeddings for a plain Lfm2Model folder; the LFM2-ColBERT "
+       "layout is not supported yet)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_lfm2_config(j, s); }, build_lfm2_folder,
+       build_lfm2_random},
   };
   return table;
 }
