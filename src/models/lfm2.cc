@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "models/colbert_config.h"
 #include "models/embedding_head.h"
 #include "models/folder.h"
 #include "models/layers.h"
@@ -96,6 +97,27 @@ BufferId build_trunk(plan::Plan& plan, const Lfm2Config& c, const WeightSource& 
   }
   plan.set_output("hidden", plan.whole(normed));
   return normed;
+}
+
+// The PyLate (ColBERT) head: every token's final hidden row through the folder's Dense projection
+// (no pooling), then L2-normalised: program "tokens", output "tokens" [T, out_features]. Returns
+// the width.
+std::size_t build_colbert_head(plan::Plan& plan, BufferId hidden, std::size_t hidden_size, const DenseWeights& dense) {
+  const auto& m = dense.module;
+  check(static_cast<std::size_t>(m.in_features) == hidden_size, "Dense module in ", m.dir.string(), ": in_features ",
+        m.in_features, " does not match the hidden size ", hidden_size);
+  const int64_t out = m.out_features, in = m.in_features;
+  const BufferId tokens = plan.add_buffer("token_vectors", Rows::kTokens, static_cast<std::size_t>(out));
+  plan::GemmStep proj;
+  proj.x = plan.whole(hidden);
+  proj.w = plan.add_weight("dense.linear.weight", {out, in}, dense.src->load("linear.weight", {out, in}));
+  if (m.bias) proj.bias = plan.add_weight("dense.linear.bias", {out}, dense.src->load("linear.bias", {out}));
+  proj.act = m.act;
+  proj.y = plan.whole(tokens);
+  plan.add_step("tokens", "dense", proj);
+  plan.add_step("tokens", "l2", plan::L2Step{plan.whole(tokens)});
+  plan.set_output("tokens", plan.whole(tokens));
+  return static_cast<std::size_t>(out);
 }
 
 BuiltModel describe(const Lfm2Config& c) {
@@ -197,15 +219,27 @@ BuiltModel build_lfm2_folder(const std::filesystem::path& dir, const nlohmann::j
                              const std::string& source) {
   const Lfm2Config c = parse_lfm2_config(config, source);
   const Folder f = open_folder(dir);
-  // LFM2-ColBERT folders (PyLate: Transformer + Dense, per-token vectors scored by MaxSim) are
-  // not implemented yet; pooling their trunk would give vectors nobody trained.
-  check(!f.st.present, dir.string(), ": an lfm2 folder with sentence-transformers / PyLate modules (modules.json) ",
-        "is not supported yet (the ColBERT layout: per-token vectors and MaxSim); a plain Lfm2Model folder is");
   BuiltModel m = describe(c);
   describe_folder(m, f, PoolingMode::kMean);
   const std::string p = detect_prefix(*f.weights);
   check_against_tensors(c, source, f.weights->tensors(), p);
-  build(m, c, *f.weights);
+  if (!f.st.present) {
+    build(m, c, *f.weights);
+    return m;
+  }
+  // The PyLate (LFM2-ColBERT) layout: Transformer + Dense on every token, no Pooling. Its plan
+  // computes the normalised per-token vectors (program "tokens"); the engine does not serve them
+  // yet (no --output-kind tokens, no MaxSim behind rerank, no PyLate query / document
+  // tokenization), so the folder offers hidden states only. A sentence-transformers folder with a
+  // Pooling module over this trunk is not a layout LFM2 ships: refused.
+  check(!f.st.pooling && f.dense(), dir.string(), ": an lfm2 folder with sentence-transformers modules is supported ",
+        "in the PyLate (ColBERT) layout only: a Transformer and a Dense module, no Pooling (modules.json)");
+  (void)read_colbert_config(dir);  // its settings checked now, though not applied yet
+  // Not multi_vector yet: that capability promises the per-token vectors through the engine.
+  m.capabilities.embed = false;
+  m.layout = "lfm2-colbert";
+  const BufferId hidden = build_trunk(m.plan, c, *f.weights, p);
+  m.embedding_dim = build_colbert_head(m.plan, hidden, static_cast<std::size_t>(c.hidden), *f.dense());
   return m;
 }
 

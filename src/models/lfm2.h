@@ -6,8 +6,9 @@
 // a final RMSNorm (embedding_norm) whose output is "hidden".
 //
 // A folder without sentence-transformers modules is served as sentence-transformers serves a
-// plain transformers folder: mean pooling, not normalised. The PyLate (ColBERT) layout is not
-// implemented yet: a folder with modules.json is refused.
+// plain transformers folder: mean pooling, not normalised. A PyLate (ColBERT) folder (Transformer
+// + Dense, no Pooling) builds its per-token head too (program "tokens": Dense on every token,
+// then L2), but the engine serves its hidden states only so far; other module layouts are refused.
 #pragma once
 
 #include <cstdint>

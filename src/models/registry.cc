@@ -22,8 +22,8 @@ const std::vector<Architecture>& architectures() {
        [](const nlohmann::json& j, const std::string& s) { (void)parse_qwen3_config(j, s); }, build_qwen3_folder,
        build_qwen3_random},
       {"lfm2", {"lfm2"},
-       "LFM2 trunks (hidden states; mean-pooled embeddings for a plain Lfm2Model folder; the LFM2-ColBERT "
-       "layout is not supported yet)",
+       "LFM2 trunks (hidden states; mean-pooled embeddings for a plain Lfm2Model folder; LFM2-ColBERT folders: "
+       "hidden states so far, not their per-token vectors or MaxSim scores)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_lfm2_config(j, s); }, build_lfm2_folder,
        build_lfm2_random},
   };

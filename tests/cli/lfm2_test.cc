@@ -85,12 +85,12 @@ TEST(Lfm2Cli, FoldersTheEngineCannotServeAreRefusedNamingTheCause) {
     EXPECT_NE(r.status, 0) << dir;
     expect_contains(r.err, parts);
   };
-  {  // sentence-transformers / PyLate modules (the ColBERT layout): not implemented yet, so not
-     // served as a plain trunk either. The Transformer module alone is enough to say so.
+  {  // sentence-transformers modules other than PyLate's Transformer + Dense (here a Transformer
+     // alone): not a layout LFM2 ships
     const auto dir = copy_fixture("lfm2-hidden", tmp);
     std::ofstream(dir / "modules.json")
         << R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"}])";
-    refused(dir, {"modules.json", "not supported yet"});
+    refused(dir, {"modules.json", "PyLate (ColBERT) layout only"});
   }
   {  // layer kinds swapped against the checkpoint's tensors
     const auto dir = copy_fixture("lfm2-hidden", tmp);
