@@ -159,6 +159,7 @@ void for_each_view(plan::StepOp& op, F&& f) {
                  [&](plan::PoolStep& s) { f(s.x), f(s.out); },
                  [&](plan::L2Step& s) { f(s.x); },
                  [&](plan::DisentangledAttentionStep& s) { f(s.q), f(s.k), f(s.v), f(s.out); },
+                 [&](plan::ShortConvStep& s) { f(s.x), f(s.out); },
              },
              op);
 }
@@ -189,7 +190,8 @@ std::vector<BufferId> add_selected_program(plan::Plan& plan, const std::string& 
   for (std::size_t i = a; i < steps.size(); ++i) {
     const std::size_t pos = 1 + (i - a);
     const plan::Operands o = plan::operands(steps[i].op);
-    check(!std::holds_alternative<plan::RopeStep>(steps[i].op) && !std::holds_alternative<plan::EmbedStep>(steps[i].op),
+    check(!std::holds_alternative<plan::RopeStep>(steps[i].op) && !std::holds_alternative<plan::EmbedStep>(steps[i].op) &&
+              !std::holds_alternative<plan::ShortConvStep>(steps[i].op),
           "selected program ", to, ": step ", steps[i].name, " after the last attention needs every token");
     if (i == a) {  // the attention reads every token's q, k and v
       for (const View& r : o.reads) {

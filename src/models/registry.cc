@@ -9,6 +9,7 @@
 #include "models/nomic_bert.h"
 #include "models/deberta.h"
 #include "models/qwen3.h"
+#include "models/lfm2.h"
 
 namespace il::models {
 
@@ -35,6 +36,11 @@ const std::vector<Architecture>& architectures() {
        "DeBERTa-v2 / v3: embeddings, hidden states, sequence classification (cross-encoders, NLI)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_deberta_config(j, s); }, build_deberta_folder,
        build_deberta_random},
+      {"lfm2", {"lfm2"},
+       "LFM2 trunks (hidden states; mean-pooled embeddings for a plain Lfm2Model folder; LFM2-ColBERT folders: "
+       "hidden states so far, not their per-token vectors or MaxSim scores)",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_lfm2_config(j, s); }, build_lfm2_folder,
+       build_lfm2_random},
   };
   return table;
 }

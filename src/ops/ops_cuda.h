@@ -27,6 +27,8 @@
 #include "ops/layernorm.h"
 #include "ops/pool.h"
 #include "ops/rope.h"
+#include "ops/maxsim.h"
+#include "ops/short_conv.h"
 #include "ops/tensor_view.h"
 
 namespace il::ops {
@@ -118,5 +120,14 @@ void hold_stream_cuda(double microseconds, cudaStream_t stream);
 inline constexpr std::size_t kDisentangledMaxHeadDim = 128;
 bool disentangled_attention_cuda_supports(const DisentangledAttentionArgs& a);
 void disentangled_attention_cuda(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
+// LFM2's gated short causal convolution (ops/short_conv.h): bcx and out of one element type, the
+// filter f32, seq_starts on the device; rows past seq_starts[num_seqs] get zeros. Up to
+// kShortConvMaxTaps taps.
+void short_conv_cuda(const ShortConvArgs& a, cudaStream_t stream);
+
+// Late-interaction (MaxSim) scores (ops/maxsim.h): x of any element type, seq_starts, pairs and
+// keep on the device, the scores f32; one block per pair. Pair indices are not checked on the
+// device: the caller builds them from its own batch.
+void maxsim_cuda(const MaxSimArgs& a, cudaStream_t stream);
 
 }  // namespace il::ops

@@ -63,6 +63,11 @@ Operands operands(const StepOp& op) {
                    weight(s.pos_query, WeightRole::kNorm, s.q);
                    weight(s.rel_index, WeightRole::kNorm, s.q);
                  },
+                 [&](const ShortConvStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.out};
+                   weight(s.w, WeightRole::kNorm, s.x);  // f32 in every mode, like a norm's scale
+                 },
              },
              op);
   return o;

@@ -184,8 +184,18 @@ struct DisentangledAttentionStep {
   View out;
 };
 
+// LFM2's gated short causal convolution (ops/short_conv.h): x holds each token's B | C | x blocks
+// (3 · out.cols columns), w the depthwise filter [out.cols, taps] (f32); out[i] = C[i] ⊙ the
+// causal convolution of B ⊙ x over the token's own sequence. Needs every token of a sequence.
+struct ShortConvStep {
+  View x;
+  WeightId w = kNoWeight;
+  std::size_t taps = 0;
+  View out;
+};
+
 using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step,
-                            DisentangledAttentionStep>;
+                            DisentangledAttentionStep, ShortConvStep>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"

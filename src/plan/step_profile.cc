@@ -21,6 +21,7 @@ const char* op_name(const StepOp& op) {
                         [](const PoolStep&) { return "pool"; },
                         [](const L2Step&) { return "l2"; },
                         [](const DisentangledAttentionStep&) { return "disentangled_attention"; },
+                        [](const ShortConvStep&) { return "short_conv"; },
                     },
                     op);
 }

@@ -158,7 +158,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, OracleTest,
                          ::testing::Values("bert-mean", "bert-cls", "bert-mean-f16", "bert-mean-hd64", "bert-ce",
                                            "xlmr-ce", "xlmr-ce2", "jina-ce", "qwen3-embed", "qwen3-rerank",
                                            "modernbert-embed", "modernbert-ce", "modernbert-ce-cls",
-                                           "nomic-embed", "nomic-embed-rot", "nomic-embed-hf"),
+                                           "nomic-embed", "nomic-embed-rot", "nomic-embed-hf",
+                                           "lfm2-hidden"),
                          [](const auto& info) { return fixture_test_name(info.param); });
 
 }  // namespace

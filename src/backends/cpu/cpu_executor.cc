@@ -14,6 +14,7 @@
 #include "ops/layernorm.h"
 #include "ops/pool.h"
 #include "ops/rope.h"
+#include "ops/short_conv.h"
 #include "plan/operands.h"
 #include "plan/overloaded.h"
 
@@ -226,6 +227,14 @@ void CpuExecutor::execute(const plan::Step& step) {
             a.max_len = op.max_len;
             a.scale = op.scale;
             ops::disentangled_attention_cpu(a, pool_);
+          },
+          [&](const plan::ShortConvStep& op) {
+            check(!selected(op.x) && !selected(op.out), "short_conv ", step.name, ": needs every token's row");
+            check(op.x.cols == 3 * op.out.cols, "short_conv ", step.name, ": input of ", op.x.cols,
+                  " columns for an output of ", op.out.cols, " (B | C | x)");
+            ops::short_conv_cpu({tensor(op.x), weight_f32(op.w), tensor(op.out), starts, nseq,
+                                 row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps},
+                                pool_);
           },
       },
       step.op);

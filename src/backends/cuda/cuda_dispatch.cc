@@ -100,6 +100,14 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.scale = op.scale;
             ops::disentangled_attention_cuda(a, max_seq_len_, stream_);
           },
+          [&](const plan::ShortConvStep& op) {
+            check(!selected(op.x) && !selected(op.out), "short_conv ", step.name, ": needs every token's row");
+            check(op.x.cols == 3 * op.out.cols, "short_conv ", step.name, ": input of ", op.x.cols,
+                  " columns for an output of ", op.out.cols, " (B | C | x)");
+            ops::short_conv_cuda({tensor(op.x), norm_weight(op.w), tensor(op.out), d_starts_, num_seqs_,
+                                  row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps},
+                                 stream_);
+          },
       },
       step.op);
 }
