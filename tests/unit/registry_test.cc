@@ -100,6 +100,8 @@ TEST(Registry, ModernBertReadsBothConfigForms) {
   bad = v5;
   bad["hidden_size"] = 66;
   EXPECT_NE(error_of(bad).find("num_attention_heads"), std::string::npos) << error_of(bad);
+}
+
 // nomic-bert's GPT2-style field names; each feature it does not implement is refused naming the
 // field, and the release's values pass.
 TEST(Registry, NomicBertRefusesWhatItDoesNotImplementNamingTheField) {
