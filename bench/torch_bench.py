@@ -54,11 +54,32 @@ def parse_mixed(s):
     return tuple(parts)
 
 
+def nomic_release_to_transformers(d):
+    """nomic-embed-text's release config (the contrib class's GPT2-style names) in the names of
+    transformers' own NomicBertConfig, which would otherwise ignore them and keep its defaults."""
+    act = {"swiglu": "silu", "geglu": "gelu"}.get(d.get("activation_function"), d.get("activation_function", "gelu"))
+    return {
+        "architectures": ["NomicBertModel"],
+        "vocab_size": d["vocab_size"],
+        "hidden_size": d["n_embd"],
+        "num_hidden_layers": d["n_layer"],
+        "num_attention_heads": d["n_head"],
+        "intermediate_size": d.get("n_inner") or 4 * d["n_embd"],
+        "hidden_act": act,
+        "layer_norm_eps": d.get("layer_norm_epsilon", 1e-12),
+        "type_vocab_size": d.get("type_vocab_size", 2),
+        "max_position_embeddings": d.get("n_positions", 2048),
+        "rope_parameters": {"rope_type": "default", "rope_theta": float(d.get("rotary_emb_base", 1000))},
+    }
+
+
 def load_config(path, attn):
     with open(path, encoding="utf-8") as f:
         d = json.load(f)
     d = {k: v for k, v in d.items() if not k.startswith("_")}
     model_type = d.pop("model_type")
+    if model_type == "nomic_bert" and "n_embd" in d:
+        d = nomic_release_to_transformers(d)
     archs = d.get("architectures") or []
     cfg = AutoConfig.for_model(model_type, **d)
     try:
