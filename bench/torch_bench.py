@@ -98,6 +98,15 @@ def build_model(cfg, arch, device, dtype, attn):
             model = cls.from_config(cfg, attn_implementation=attn)
         except TypeError:
             model = cls.from_config(cfg)
+        except ValueError as e:
+            # An architecture without an SDPA path in transformers (DebertaV2 in 5.17) runs its
+            # eager attention: that is PyTorch's best for it, and the records say so ("attn").
+            if attn != "sdpa" or "scaled_dot_product_attention" not in str(e):
+                raise
+            print(json.dumps({"warning": f"{cfg.model_type}: no SDPA in transformers, eager attention"}),
+                  file=sys.stderr, flush=True)
+            cfg._attn_implementation = "eager"
+            model = cls.from_config(cfg, attn_implementation="eager")
     model = model.to(device=device, dtype=dtype).eval()
     got = getattr(model.config, "_attn_implementation", None)
     if got != attn:
@@ -183,6 +192,7 @@ def main():
     cfg, arch = load_config(args.config, args.attn)
     dtype = DTYPES[args.dtype]
     model = build_model(cfg, arch, args.device, dtype, args.attn)
+    attn_used = getattr(model.config, "_attn_implementation", None) or args.attn
     limit = position_limit(cfg)
     env = {
         "torch": torch.__version__,
@@ -201,7 +211,7 @@ def main():
 
     for b, lengths, mixed in points:
         L = max(lengths)
-        base = {"impl": "torch", "model": name, "device": args.device, "dtype": args.dtype, "attn": args.attn,
+        base = {"impl": "torch", "model": name, "device": args.device, "dtype": args.dtype, "attn": attn_used,
                 "threads": threads, "batch": b, "len": L}
         if L > limit:
             print(json.dumps({**base, "skipped": f"length {L} exceeds the position table ({limit})"}), flush=True)
