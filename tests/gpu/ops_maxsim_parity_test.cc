@@ -2,8 +2,11 @@
 // token vectors: every (query, document) pair of a ragged batch with an empty sequence, with and
 // without the document row mask, dims 1 / 31 / 128 / 130 on a strided buffer. f16 / bf16 vectors
 // are rounded once and the CPU op gets the same values, so only the summation order differs (the
-// kernel's butterfly dot products and per-warp partials): relative tolerance 2e-5 of
-// max(1, |score|).
+// kernel's butterfly dot products and per-warp partials): tolerance 2e-5 of max(1, Σ_i |best_i|),
+// the sum of the query rows' best dot products taken in absolute value (computed here in double):
+// the rounding of a sum scales with its terms, and the random rows are not normalised, so a
+// query's dot products can cancel to a score far smaller than they are (seen: 180 rows against
+// a one-row document, 2.2e-5 of |score|).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -64,13 +67,25 @@ TEST_P(MaxSim, MatchesCpuOnEveryPairOfARaggedBatch) {
                        nullptr);
       const std::vector<float> got = dscores.download();
       for (std::size_t p = 0; p < np; ++p) {
-        const double err = std::abs(static_cast<double>(got[p]) - cpu[p]) / std::max(1.0, std::abs(double{cpu[p]}));
+        const int32_t q = pairs[2 * p], d = pairs[2 * p + 1];
+        double magnitude = 0;
+        for (int32_t i = starts[q]; i < starts[q + 1]; ++i) {
+          double best = -INFINITY;
+          for (int32_t j = starts[d]; j < starts[d + 1]; ++j) {
+            if (use_keep && !keep[j]) continue;
+            double dot = 0;
+            for (std::size_t c = 0; c < dim; ++c) dot += double{values[i * ld + c]} * values[j * ld + c];
+            best = std::max(best, dot);
+          }
+          if (std::isfinite(best)) magnitude += std::abs(best);
+        }
+        const double err = std::abs(static_cast<double>(got[p]) - cpu[p]) / std::max(1.0, magnitude);
         worst = std::max(worst, std::isfinite(got[p]) ? err : INFINITY);
         EXPECT_LE(err, 2e-5) << type_name(t) << " dim " << dim << " keep " << use_keep << " pair " << pairs[2 * p]
                              << "," << pairs[2 * p + 1];
       }
     }
-  std::printf("[maxsim] %s: worst relative error %.3g (tolerance 2e-5)\n", type_name(t).c_str(), worst);
+  std::printf("[maxsim] %s: worst error %.3g of max(1, sum |best|) (tolerance 2e-5)\n", type_name(t).c_str(), worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MaxSim, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
