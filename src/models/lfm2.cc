@@ -228,15 +228,22 @@ BuiltModel build_lfm2_folder(const std::filesystem::path& dir, const nlohmann::j
     return m;
   }
   // The PyLate (LFM2-ColBERT) layout: Transformer + Dense on every token, no Pooling. Its plan
-  // computes the normalised per-token vectors (program "tokens"); the engine does not serve them
-  // yet (no --output-kind tokens, no MaxSim behind rerank, no PyLate query / document
-  // tokenization), so the folder offers hidden states only. A sentence-transformers folder with a
-  // Pooling module over this trunk is not a layout LFM2 ships: refused.
+  // computes the normalised per-token vectors (program "tokens"), which the engine serves as a
+  // multi-vector model (token vectors, MaxSim scores), tokenizing queries and documents as the
+  // folder's PyLate settings say; hidden states stay available. A sentence-transformers folder
+  // with a Pooling module over this trunk is not a layout LFM2 ships: refused.
   check(!f.st.pooling && f.dense(), dir.string(), ": an lfm2 folder with sentence-transformers modules is supported ",
         "in the PyLate (ColBERT) layout only: a Transformer and a Dense module, no Pooling (modules.json)");
-  (void)read_colbert_config(dir);  // its settings checked now, though not applied yet
-  // Not multi_vector yet: that capability promises the per-token vectors through the engine.
+  m.colbert = read_colbert_config(dir);
+  // PyLate's default masks a query's expansion tokens out of attention (attention_mask 0), which
+  // in LFM2 also zeroes their rows before each convolution when a batch holds more than one
+  // sequence. Our batches are ragged, without padding rows or a key mask, so only expansion
+  // tokens that are attended like any other token (or no expansion at all) are served.
+  check(!m.colbert->do_query_expansion || m.colbert->attend_to_expansion_tokens, (dir / "config_sentence_transformers.json").string(),
+        ": field \"attend_to_expansion_tokens\" = false (query expansion tokens masked out of attention and of the "
+        "convolutions) is not supported yet; true, or \"do_query_expansion\": false, is");
   m.capabilities.embed = false;
+  m.capabilities.multi_vector = true;
   m.layout = "lfm2-colbert";
   const BufferId hidden = build_trunk(m.plan, c, *f.weights, p);
   m.embedding_dim = build_colbert_head(m.plan, hidden, static_cast<std::size_t>(c.hidden), *f.dense());

@@ -16,6 +16,8 @@ void validate_inputs(const std::vector<TokenInput>& inputs, const models::InputL
           " tokens, the model accepts at most ", max_len);
     check(in.type_ids.empty() || in.type_ids.size() == in.ids.size(), "input ", i, ": ",
           in.type_ids.size(), " token_type_ids for ", in.ids.size(), " input_ids");
+    check(in.keep.empty() || in.keep.size() == in.ids.size(), "input ", i, ": keep holds ", in.keep.size(),
+          " entries for ", in.ids.size(), " input_ids");
     for (int32_t id : in.ids)
       check(id >= 0 && id < cfg.vocab, "input ", i, ": token id ", id,
             " is outside the vocabulary of ", cfg.vocab);

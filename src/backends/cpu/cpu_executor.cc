@@ -12,6 +12,7 @@
 #include "ops/embed.h"
 #include "ops/glu.h"
 #include "ops/layernorm.h"
+#include "ops/maxsim.h"
 #include "ops/pool.h"
 #include "ops/rope.h"
 #include "ops/short_conv.h"
@@ -246,6 +247,23 @@ void CpuExecutor::read(const View& view, float* dst) {
   const std::size_t stride = ld(view);
   for (std::size_t r = 0; r < n; ++r)
     std::memcpy(dst + r * view.cols, src + r * stride, view.cols * sizeof(float));
+}
+
+void CpuExecutor::maxsim(const View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
+                         float* scores) {
+  const std::size_t n = rows(tokens);
+  check(keep.empty() || keep.size() == n, "maxsim: ", keep.size(), " keep bytes for ", n, " rows");
+  check(pairs.size() % 2 == 0, "maxsim: pairs must hold (query, document) index pairs");
+  ops::MaxSimArgs a;
+  a.x = ops::f32_view(static_cast<const float*>(ptr(tokens)), ld(tokens));
+  a.seq_starts = batch_.seq_starts.data();
+  a.num_seqs = batch_.num_seqs();
+  a.pairs = pairs.data();
+  a.num_pairs = pairs.size() / 2;
+  a.dim = tokens.cols;
+  a.keep = keep.empty() ? nullptr : keep.data();
+  a.scores = scores;
+  ops::maxsim_cpu(a, pool_);
 }
 
 }  // namespace il::cpu
