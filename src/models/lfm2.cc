@@ -235,13 +235,11 @@ BuiltModel build_lfm2_folder(const std::filesystem::path& dir, const nlohmann::j
   check(!f.st.pooling && f.dense(), dir.string(), ": an lfm2 folder with sentence-transformers modules is supported ",
         "in the PyLate (ColBERT) layout only: a Transformer and a Dense module, no Pooling (modules.json)");
   m.colbert = read_colbert_config(dir);
-  // PyLate's default masks a query's expansion tokens out of attention (attention_mask 0), which
-  // in LFM2 also zeroes their rows before each convolution when a batch holds more than one
-  // sequence. Our batches are ragged, without padding rows or a key mask, so only expansion
-  // tokens that are attended like any other token (or no expansion at all) are served.
-  check(!m.colbert->do_query_expansion || m.colbert->attend_to_expansion_tokens, (dir / "config_sentence_transformers.json").string(),
-        ": field \"attend_to_expansion_tokens\" = false (query expansion tokens masked out of attention and of the "
-        "convolutions) is not supported yet; true, or \"do_query_expansion\": false, is");
+  // PyLate's default (attend_to_expansion_tokens false) gives a query's expansion tokens
+  // attention mask 0: no token reads them as keys, and transformers 5.17's LFM2 zeroes their rows
+  // before each convolution's in-projection (so their convolution output is zero). The engine
+  // marks them through TokenInput::attended_tokens (runtime/colbert_inputs) →
+  // plan::Batch::key_limits, on the CPU backend.
   m.capabilities.embed = false;
   m.capabilities.multi_vector = true;
   m.layout = "lfm2-colbert";

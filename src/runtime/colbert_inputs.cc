@@ -81,6 +81,11 @@ ColbertTokens resolve_colbert_tokens(const models::ColbertConfig& c, const text:
   };
   t.pad_left = side("padding_side");
   t.truncate_left = side("truncation_side");
+  t.mask_expansion = c.do_query_expansion && !c.attend_to_expansion_tokens;
+  // Masked expansion tokens on the left would be keys hidden before the text; the engine hides
+  // only the keys after a prefix (plan::Batch::key_limits).
+  check(!(t.mask_expansion && t.pad_left), (dir / "tokenizer_config.json").string(),
+        ": padding_side \"left\" with masked query expansion (attend_to_expansion_tokens false) is not supported");
   // tokenizer.convert_tokens_to_ids of each word: a word outside the vocabulary maps to the
   // unknown token where there is one.
   const std::optional<std::string> unk = special_token("unk_token");
@@ -102,11 +107,12 @@ std::size_t colbert_text_budget(const ColbertTokens& t, bool query) {
 }
 
 TokenInput colbert_input(std::vector<int32_t> ids, const ColbertTokens& t, bool query) {
+  std::size_t expansion = 0;
   if (query && t.expand_queries) {
     const std::size_t budget = colbert_text_budget(t, true);
     if (ids.size() < budget) {
-      const std::size_t k = budget - ids.size();
-      ids.insert(t.pad_left ? ids.begin() : ids.end(), k, t.expansion_id);
+      expansion = budget - ids.size();
+      ids.insert(t.pad_left ? ids.begin() : ids.end(), expansion, t.expansion_id);
     }
   }
   const std::optional<int32_t> marker = query ? t.query_marker : t.document_marker;
@@ -114,6 +120,12 @@ TokenInput colbert_input(std::vector<int32_t> ids, const ColbertTokens& t, bool 
   // there is no token.
   if (marker) ids.insert(ids.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(1, ids.size())), *marker);
   TokenInput in;
+  if (query && t.mask_expansion && expansion > 0) {
+    // PyLate's attention mask: 1 on the text and the marker, 0 on the expansion tokens (at the
+    // end: left padding is refused with masked expansion).
+    check(ids.size() > expansion + 1 || !marker, "a query needs a token before its marker");
+    in.attended_tokens = ids.size() - expansion;
+  }
   if (!query) {
     in.keep.resize(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i)

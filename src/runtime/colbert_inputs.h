@@ -22,6 +22,9 @@ struct ColbertTokens {
   bool truncate_left = false;      // tokenizer_config.json truncation_side "left"
   std::size_t query_length = 0, document_length = 0;
   bool expand_queries = true;
+  // attend_to_expansion_tokens false: a query's expansion tokens are no keys (attention mask 0),
+  // TokenInput::attended_tokens stops before them.
+  bool mask_expansion = false;
 };
 
 // The markers and the expansion token must exist in the tokenizer (PyLate adds the markers to
@@ -36,7 +39,8 @@ std::size_t colbert_text_budget(const ColbertTokens& t, bool query);
 // From the tokenizer's ids of a text (special tokens added, cut to colbert_text_budget): queries
 // padded to the budget with the expansion token on the padding side (when expand_queries), the
 // marker inserted after the first token (PyLate's insert_prefix_token); documents get `keep`
-// (0 for a skiplist id).
+// (0 for a skiplist id). With mask_expansion a query's attended_tokens counts the tokens before
+// its expansion tokens (the marker included).
 TokenInput colbert_input(std::vector<int32_t> ids, const ColbertTokens& t, bool query);
 
 }  // namespace il::runtime

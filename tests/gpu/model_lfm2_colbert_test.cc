@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "fixture.h"
 #include "gpu_test_util.h"
+#include "core/error.h"
 #include "inferencelayer/engine.h"
 
 namespace il::test {
@@ -134,6 +136,30 @@ TEST_P(GpuLfm2ColbertTest, ScoresDoNotDependOnTheBatch) {
     EXPECT_NEAR(engine_->late_interaction(query, {docs[d]}).at(0), at_once[d], 1e-5 * per_token_) << d;
     EXPECT_NEAR(small[d], at_once[d], 1e-5 * per_token_) << d;
   }
+}
+
+// Masked query expansion needs a key limit the CUDA attention kernels do not take: the engine
+// refuses such a folder on CUDA at load, naming the setting and --device cpu.
+TEST(GpuLfm2ColbertMasked, RefusedOnCudaAtLoad) {
+  IL_REQUIRE_GPU();
+  const std::filesystem::path src = fixtures_root() / "lfm2-colbert";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "il_gpu_lfm2_colbert_masked";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(src, dir, std::filesystem::copy_options::recursive);
+  json j;
+  {
+    std::ifstream in(dir / "config_sentence_transformers.json");
+    j = json::parse(in);
+  }
+  j["attend_to_expansion_tokens"] = false;
+  std::ofstream(dir / "config_sentence_transformers.json") << j.dump();
+  try {
+    (void)Engine::load(dir, options("f32"));
+    ADD_FAILURE() << "a masked-expansion folder loaded on CUDA";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuLfm2ColbertTest, ::testing::Values("f32", "f16", "bf16"),

@@ -183,14 +183,26 @@ TEST(Lfm2ColbertServing, InputAssembly) {
   const TokenInput d = runtime::colbert_input({1, 3, 2, 4}, t, false);
   EXPECT_EQ(d.ids, (std::vector<int32_t>{1, 51, 3, 2, 4}));
   EXPECT_EQ(d.keep, (std::vector<uint8_t>{1, 1, 0, 1, 0}));
+  t.expand_queries = true;
+  t.pad_left = false;
+  t.mask_expansion = true;  // the marker and the text are keys, the expansion tokens not
+  const TokenInput masked = runtime::colbert_input({1, 2, 7}, t, true);
+  EXPECT_EQ(masked.ids, (std::vector<int32_t>{1, 50, 2, 7, 9, 9}));
+  EXPECT_EQ(masked.attended_tokens, 4u);
+  EXPECT_EQ(runtime::colbert_input({1, 2, 3, 4, 5}, t, true).attended_tokens, 0u) << "no expansion: no limit";
+  EXPECT_THROW(runtime::colbert_input({}, t, true), Error);
+  t.mask_expansion = false;
+  t.expand_queries = false;
   t.document_marker.reset();
   EXPECT_EQ(runtime::colbert_text_budget(t, false), 5u);
   EXPECT_EQ(runtime::colbert_input({1, 2}, t, false).ids, (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(runtime::colbert_input({}, t, true).ids, (std::vector<int32_t>{50}));
 }
 
-// Settings the engine cannot honour are refused at load, naming the file and field.
-class Lfm2ColbertRefusals : public ::testing::Test {
+// Other settings of a copy of the fixture: masked query expansion (PyLate's default) against the
+// masked-expansion vectors the generator recorded, and what the engine refuses, naming the file
+// and field.
+class Lfm2ColbertSettings : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("il_lfm2_colbert_refuse_" + std::to_string(::getpid()));
@@ -198,11 +210,11 @@ class Lfm2ColbertRefusals : public ::testing::Test {
     std::filesystem::copy(f_.dir, dir_, std::filesystem::copy_options::recursive);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  void patch(const std::string& key, const json& value) {
-    std::ifstream in(dir_ / "config_sentence_transformers.json");
+  void patch(const std::string& key, const json& value, const char* file = "config_sentence_transformers.json") {
+    std::ifstream in(dir_ / file);
     json j = json::parse(in);
     j[key] = value;
-    std::ofstream(dir_ / "config_sentence_transformers.json") << j.dump();
+    std::ofstream(dir_ / file) << j.dump();
   }
   std::string load_error() {
     try {
@@ -216,19 +228,65 @@ class Lfm2ColbertRefusals : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-TEST_F(Lfm2ColbertRefusals, MaskedExpansionTokens) {
+TEST_F(Lfm2ColbertSettings, MaskedExpansionTokensMatchPyLate) {
   patch("attend_to_expansion_tokens", false);
+  auto e = Engine::load(dir_, {});
+  const json& masked = f_.expected["queries_masked_expansion"];
+  ASSERT_EQ(masked.size(), f_.expected["queries"].size());
+  std::vector<TokenInput> queries;
+  double worst = 0;
+  for (std::size_t q = 0; q < masked.size(); ++q) {
+    const json& c = f_.expected["queries"][q];
+    TokenInput in = as_role(*e, c["text"].get<std::string>(), TextRole::kQuery);
+    EXPECT_EQ(in.ids, c["input_ids"].get<std::vector<int32_t>>());
+    // The attention mask PyLate builds: 1 up to the first expansion token.
+    std::size_t attended = 0;
+    for (int x : c["expansion"]) attended += x == 0;
+    EXPECT_EQ(in.attended_tokens, attended < in.ids.size() ? attended : 0u) << c["text"];
+    worst = std::max(worst, worst_diff(e->token_vectors({in}).at(0), masked[q]));
+    queries.push_back(std::move(in));
+  }
+  // All together: each query's keys are hidden in its own sequence only.
+  const std::vector<Matrix> together = e->token_vectors(queries);
+  for (std::size_t q = 0; q < masked.size(); ++q) worst = std::max(worst, worst_diff(together[q], masked[q]));
+  EXPECT_LE(worst, 1e-4);
+  std::printf("[lfm2-colbert] masked expansion: query vectors worst %.3g vs PyLate\n", worst);
+  // MaxSim of the masked queries against the documents, from the recorded vectors in double.
+  std::vector<TokenInput> docs;
+  for (const json& d : f_.expected["documents"])
+    docs.push_back(as_role(*e, d["text"].get<std::string>(), TextRole::kDocument));
+  for (std::size_t q = 0; q < masked.size(); ++q) {
+    const std::vector<float> s = e->late_interaction(queries[q], docs);
+    for (std::size_t d = 0; d < docs.size(); ++d) {
+      const json& dv = f_.expected["documents"][d]["vectors"];
+      double want = 0;
+      for (const json& qrow : masked[q]) {
+        double best = -INFINITY;
+        for (const json& drow : dv) {
+          double dot = 0;
+          for (std::size_t k = 0; k < qrow.size(); ++k) dot += qrow[k].get<double>() * drow[k].get<double>();
+          best = std::max(best, dot);
+        }
+        want += best;
+      }
+      EXPECT_NEAR(s[d], want, 1e-4 * f_.expected["query_length"].get<double>()) << q << " " << d;
+    }
+  }
+  // Left padding would put the hidden keys before the text: refused.
+  patch("padding_side", "left", "tokenizer_config.json");
   const std::string msg = load_error();
-  EXPECT_NE(msg.find("config_sentence_transformers.json"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("attend_to_expansion_tokens"), std::string::npos) << msg;
-  // Without expansion there is nothing to mask: served.
+  EXPECT_NE(msg.find("tokenizer_config.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("padding_side"), std::string::npos) << msg;
+}
+
+TEST_F(Lfm2ColbertSettings, NoQueryExpansion) {
   patch("do_query_expansion", false);
   auto e = Engine::load(dir_, {});
   const TokenInput q = as_role(*e, "a", TextRole::kQuery);
   EXPECT_EQ(q.ids.size(), 3u) << "a, the marker and the EOS token; no expansion";
 }
 
-TEST_F(Lfm2ColbertRefusals, MarkerMissingFromTheTokenizer) {
+TEST_F(Lfm2ColbertSettings, MarkerMissingFromTheTokenizer) {
   patch("query_prefix", "[QueryMarker]");
   const std::string msg = load_error();
   EXPECT_NE(msg.find("query_prefix"), std::string::npos) << msg;

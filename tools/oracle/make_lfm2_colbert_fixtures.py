@@ -43,8 +43,9 @@ the marker and expansion), vectors (one per kept row) and for documents "keep" (
 a skiplist token); "scores"[q][d]; "prefix_ids", "mask_id", "skiplist_ids". Also, for whoever adds
 attend_to_expansion_tokens = false: "queries_masked_expansion", the query vectors with the
 expansion tokens masked (attention mask 0), computed in one padded batch of all queries, which is
-how PyLate encodes queries (transformers' LFM2 zeroes masked rows before each convolution only in a
-batch of more than one sequence, so a query alone differs: the difference is printed).
+how PyLate encodes queries; a query alone is compared with it and the difference printed (0 with
+transformers 5.17: masked rows are zeroed before each convolution either way). Expansion rows there
+attend to the text and the marker only, and their convolution output is zero.
 """
 
 import os
