@@ -66,7 +66,7 @@ struct ModelInfo {
   int max_tokens = 0;          // per sequence, special tokens included
   int num_labels = 0;          // cross-encoders
   std::vector<std::string> labels;  // cross-encoders: each output's name (config id2label, else "LABEL_i")
-  int output_dim = 0;          // embedding width (after a Dense module)
+  int output_dim = 0;          // embedding width (after a Dense module); a multi-vector model: its token vectors' width
   std::string activation;
   std::string stored_dtype;    // dtype of the safetensors data
   std::size_t parameters = 0;
@@ -83,6 +83,10 @@ struct ModelInfo {
   std::string compute_dtype;   // "f32", "f16" or "bf16"
 };
 
+// What a text is to a multi-vector (ColBERT) model: PyLate tokenizes queries and documents
+// differently (its marker token, query expansion, length, skiplist).
+enum class TextRole { kNone, kQuery, kDocument };
+
 // Per-request tokenization choices (the server's truncate / truncation_direction /
 // add_special_tokens fields).
 struct TokenizeOptions {
@@ -93,6 +97,11 @@ struct TokenizeOptions {
   // Pairs of a model scored through a prompt (Qwen3-Reranker): the task instruction written into
   // it; empty: the model's default. Other models refuse one.
   std::string instruction;
+  // Multi-vector models: tokenize as PyLate does for a query or a document (the marker token
+  // inserted after the first token; queries cut to query_length and expanded to it with the mask
+  // token, documents cut to document_length, their skiplist tokens marked in TokenInput::keep).
+  // kNone: the plain tokenization (what hidden states of a text read); other models refuse a role.
+  TextRole role = TextRole::kNone;
 };
 
 // One token with its UTF-8 byte span in the text; special tokens added by the post-processor
@@ -149,6 +158,14 @@ class Engine {
   virtual std::vector<Matrix> hidden_states(const std::vector<TokenInput>& inputs) = 0;
   // Cross-encoders: raw logits, one row of num_labels per input pair.
   virtual Matrix score(const std::vector<TokenInput>& inputs) = 0;
+
+  // Multi-vector (ColBERT) models: each input's kept tokens (TokenInput::keep), one L2-normalised
+  // vector per token, a [kept tokens, dim] matrix per input. Tokenize with a TextRole.
+  virtual std::vector<Matrix> token_vectors(const std::vector<TokenInput>& inputs);
+  // Multi-vector models: the late-interaction (MaxSim) score of each document against the query,
+  // Σ over the query's tokens of the largest dot product with a kept document token, computed on
+  // the engine's device; the query is run with every batch of documents.
+  virtual std::vector<float> late_interaction(const TokenInput& query, const std::vector<TokenInput>& documents);
 
   // CUDA graphs captured so far (one per program and batch-shape bucket, at most 256 per
   // engine; each holds some host and device memory); 0 on the CPU. Same thread as the calls above.

@@ -54,6 +54,14 @@ struct TokenInput {
   // How many leading tokens came from a prompt put before the text (Engine::prompt_tokens).
   // Embedding models whose Pooling config says include_prompt: false pool without them.
   std::size_t prompt_tokens = 0;
+  // Multi-vector (ColBERT) documents: one byte per token, 0 for a token whose vector is left out
+  // of the output and of MaxSim (PyLate's skiplist: punctuation); empty = every token is kept.
+  std::vector<uint8_t> keep;
+  // 0: every token attends to every earlier (or, bidirectional, every) token of its input.
+  // Otherwise only the first `attended_tokens` tokens are keys: the tokens after them (a
+  // multi-vector query's expansion tokens when its folder masks them, PyLate's default) attend to
+  // those alone. CPU only.
+  std::size_t attended_tokens = 0;
 };
 
 }  // namespace il

@@ -1,5 +1,6 @@
 // `inferencelayer embed`: texts or token ids in, one JSONL line per input out
-// ({"embedding": [...]} or, with --output-kind hidden, {"hidden": [[...] per token]}).
+// ({"embedding": [...]} or, with --output-kind hidden, {"hidden": [[...] per token]}, or with
+// --output-kind tokens on a multi-vector (ColBERT) model, {"tokens": [[...] per kept token]}).
 // The input is read in chunks (a token budget or 256 lines), so memory stays flat on any size.
 #include <memory>
 #include <optional>
@@ -36,6 +37,7 @@ struct EmbedArgs {
   bool prompt_given = false;
   bool no_truncate = false;
   bool no_progress = false;
+  std::string role;  // --role: query or document (tokens only; PyLate's default is a query)
 };
 
 // The text put before every text input: --prompt, --prompt-name, or the folder's default
@@ -54,7 +56,7 @@ std::string resolve_prompt(const EmbedArgs& a, const ModelInfo& info) {
 
 // prompt_tokens: engine.prompt_tokens(prefix), counted once per run.
 TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std::string& prefix,
-                           std::size_t prompt_tokens, bool truncate) {
+                           std::size_t prompt_tokens, bool truncate, TextRole role) {
   std::string text;
   if (r.is_json) {
     check_fields(r.json, {"text", "input_ids", "token_type_ids"}, r.where);
@@ -70,6 +72,12 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
   }
   if (text.empty()) throw input_error(r.where, "empty text");
   try {
+    if (role != TextRole::kNone) {  // a multi-vector model's query or document, as PyLate tokenizes it
+      TokenizeOptions o;
+      o.truncate = truncate;
+      o.role = role;
+      return engine.tokenize_with(prefix.empty() ? text : prefix + text, o);
+    }
     TokenInput in = engine.tokenize(prefix.empty() ? text : prefix + text, truncate);
     in.prompt_tokens = prompt_tokens;
     return in;
@@ -80,13 +88,14 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
 
 void write_chunk(Engine& engine, const EmbedArgs& a, const std::vector<TokenInput>& inputs,
                  const std::vector<std::string>& where, NonFiniteReport& report, OutputSink& out) {
-  if (a.output_kind == "hidden") {
-    const std::vector<Matrix> states = engine.hidden_states(inputs);
+  if (a.output_kind == "hidden" || a.output_kind == "tokens") {
+    const bool tokens = a.output_kind == "tokens";
+    const std::vector<Matrix> states = tokens ? engine.token_vectors(inputs) : engine.hidden_states(inputs);
     for (std::size_t i = 0; i < states.size(); ++i) {
       const Matrix& m = states[i];
       report.check(m.data.data(), m.data.size(), where[i]);
       std::string& b = out.buffer();
-      b += "{\"hidden\":[";
+      b += tokens ? "{\"tokens\":[" : "{\"hidden\":[";
       for (std::size_t t = 0; t < m.rows; ++t) {
         if (t) b += ',';
         append_floats(b, m.row(t), m.cols);
@@ -120,11 +129,19 @@ void run_embed(const EmbedArgs& a) {
 
   auto engine = load_engine(a.engine);
   const ModelInfo& info = engine->info();
+  if (pooled && info.capabilities.multi_vector && !info.capabilities.embed)
+    throw UsageError(a.engine.model + " is a multi-vector (ColBERT) model: use --output-kind tokens (one vector "
+                     "per token) or 'inferencelayer rerank' (MaxSim scores)");
   if (pooled && !info.capabilities.embed)
     throw UsageError(a.engine.model + " does not produce embeddings" +
                      (info.capabilities.score ? " (it is a cross-encoder / reranker): use 'inferencelayer rerank'" : ""));
-  if (!pooled && !info.capabilities.hidden_states)
+  const bool tokens = a.output_kind == "tokens";
+  if (!a.role.empty() && !tokens) throw UsageError("--role applies to --output-kind tokens only");
+  if (tokens && !info.capabilities.multi_vector)
+    throw UsageError(a.engine.model + " is not a multi-vector (ColBERT) model: it has no per-token vectors");
+  if (a.output_kind == "hidden" && !info.capabilities.hidden_states)
     throw UsageError(a.engine.model + " does not report hidden states");
+  const TextRole role = !tokens ? TextRole::kNone : a.role == "document" ? TextRole::kDocument : TextRole::kQuery;
   if (a.dimensions > static_cast<std::size_t>(info.output_dim))
     throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the embedding size " +
                      std::to_string(info.output_dim));
@@ -141,7 +158,7 @@ void run_embed(const EmbedArgs& a) {
   run_in_chunks(
       src, a.engine.max_batch_tokens, progress,
       [&](const InputRecord& r) {
-        TokenInput in = record_to_input(r, *engine, prefix, prompt_tokens, !a.no_truncate);
+        TokenInput in = record_to_input(r, *engine, prefix, prompt_tokens, !a.no_truncate, role);
         checker.check(in, r.where);
         return in;
       },
@@ -175,8 +192,9 @@ Command add_embed_command(CLI::App& app) {
   add_format_option(*cmd, a->format);
   cmd->add_option("--output-kind", a->output_kind,
                   "pooled: the sentence embedding; hidden: the final hidden state of every token "
-                  "({\"hidden\": [[...] per token]})")
-      ->transform(CLI::IsMember({"pooled", "hidden"}))
+                  "({\"hidden\": [[...] per token]}); tokens: a multi-vector (ColBERT) model's normalised "
+                  "vector of every kept token ({\"tokens\": [[...] per token]}; see --role)")
+      ->transform(CLI::IsMember({"pooled", "hidden", "tokens"}))
       ->capture_default_str();
   cmd->add_flag_callback("--normalize", [a] { a->normalize = true; }, "L2-normalise (default: as the folder says)");
   cmd->add_flag_callback("--no-normalize", [a] { a->normalize = false; }, "Do not L2-normalise");
@@ -199,6 +217,11 @@ Command add_embed_command(CLI::App& app) {
       "--prompt", [a](const std::string& p) { a->prompt = p; a->prompt_given = true; },
       "Prefix every text with this literal text ('' for none, overriding a default prompt)");
   pn->excludes(pt);
+  cmd->add_option("--role", a->role,
+                  "With --output-kind tokens: tokenize texts as PyLate does for a query (the default, as "
+                  "PyLate's encode: query marker, expanded to query_length) or a document (document marker, "
+                  "cut to document_length, skiplist tokens left out)")
+      ->transform(CLI::IsMember({"query", "document"}));
   cmd->add_flag("--no-truncate", a->no_truncate,
                 "Refuse texts longer than the model's maximum (error naming the line) instead of cutting them");
   cmd->add_flag("--no-progress", a->no_progress, "Never draw the progress line on stderr");

@@ -4,6 +4,9 @@
 //                → {"score": logit} per line ({"scores": [...]} when the head has several labels).
 //   Human form:  --query Q DOC... (or --query Q --input docs.txt, one document per line)
 //                → a table of the documents, best first.
+// On a multi-vector (ColBERT) model the score is late interaction (MaxSim of the query's and the
+// document's token vectors, tokenized as PyLate does), computed on the device; JSONL lines that
+// share a query (consecutive) are scored in one call.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -82,6 +85,63 @@ void write_scores(const Matrix& m, const std::vector<std::string>& where, NonFin
   out.flush();
 }
 
+TokenInput role_input(const Engine& engine, const std::string& text, TextRole role, std::string_view where,
+                      bool truncate) {
+  try {
+    TokenizeOptions o;
+    o.truncate = truncate;
+    o.role = role;
+    return engine.tokenize_with(text, o);
+  } catch (const Error& e) {
+    throw input_error(where, e.what());
+  }
+}
+
+// MaxSim scores of query / document lines: a run of consecutive lines with one query is one
+// engine call (up to kGroup documents), so the query is encoded once per batch of documents.
+void run_jsonl_late_interaction(Engine& engine, const RerankArgs& a, const InputChecker& checker) {
+  constexpr std::size_t kGroup = 256;
+  RecordSource src = RecordSource::from_input(a.input.empty() ? "-" : a.input, InputFormat::kJsonl);
+  OutputSink out(a.output);
+  Progress progress("rerank", src.total_bytes(), !a.no_progress);
+  NonFiniteReport report("null");
+  std::string query;
+  TokenInput query_input;
+  std::vector<TokenInput> docs;
+  std::vector<std::string> where;
+  const auto flush = [&] {
+    if (docs.empty()) return;
+    const std::vector<float> scores = engine.late_interaction(query_input, docs);
+    Matrix m(scores.size(), 1);
+    std::copy(scores.begin(), scores.end(), m.data.begin());
+    write_scores(m, where, report, out);
+    docs.clear();
+    where.clear();
+  };
+  InputRecord r;
+  while (src.next(r)) {
+    check_fields(r.json, {"query", "document"}, r.where);
+    if (has_key(r.json, "input_ids") || !has_key(r.json, "query") || !has_key(r.json, "document"))
+      throw input_error(r.where, "a multi-vector (ColBERT) model scores \"query\" and \"document\" texts");
+    std::string q = get_string(r.json, "query", r.where);
+    if (docs.empty() || q != query || docs.size() == kGroup) {
+      flush();
+      query = std::move(q);
+      query_input = role_input(engine, query, TextRole::kQuery, r.where, !a.no_truncate);
+      checker.check(query_input, r.where);
+    }
+    TokenInput d = role_input(engine, get_string(r.json, "document", r.where), TextRole::kDocument, r.where,
+                              !a.no_truncate);
+    checker.check(d, r.where);
+    docs.push_back(std::move(d));
+    where.push_back(r.where);
+    progress.update(src.records_read(), src.bytes_read());
+  }
+  flush();
+  progress.finish();
+  report.finish(src.records_read());
+}
+
 void run_jsonl(Engine& engine, const RerankArgs& a, const InputChecker& checker) {
   RecordSource src = RecordSource::from_input(a.input.empty() ? "-" : a.input, InputFormat::kJsonl);
   OutputSink out(a.output);
@@ -112,16 +172,30 @@ void run_ranked(Engine& engine, const RerankArgs& a, const InputChecker& checker
   std::vector<std::string> docs;
   std::vector<std::string> where;
   std::vector<TokenInput> inputs;
+  const bool late_interaction = engine.info().capabilities.multi_vector && !engine.info().capabilities.score;
+  TokenInput query_input;
+  if (late_interaction) {
+    query_input = role_input(engine, a.query, TextRole::kQuery, "--query", !a.no_truncate);
+    checker.check(query_input, "--query");
+  }
   InputRecord r;
   while (src.next(r)) {
-    TokenInput in = pair_input(engine, a.query, r.text, r.where, !a.no_truncate, a.instruction);
+    TokenInput in = late_interaction ? role_input(engine, r.text, TextRole::kDocument, r.where, !a.no_truncate)
+                                     : pair_input(engine, a.query, r.text, r.where, !a.no_truncate, a.instruction);
     checker.check(in, r.where);
     inputs.push_back(std::move(in));
     docs.push_back(std::move(r.text));
     where.push_back(r.where);
   }
   if (inputs.empty()) throw UsageError("no documents to rank");
-  const Matrix scores = engine.score(inputs);
+  Matrix scores;
+  if (late_interaction) {
+    const std::vector<float> s = engine.late_interaction(query_input, inputs);
+    scores = Matrix(s.size(), 1);
+    std::copy(s.begin(), s.end(), scores.data.begin());
+  } else {
+    scores = engine.score(inputs);
+  }
   NonFiniteReport report("nan / inf");
   for (std::size_t i = 0; i < scores.rows; ++i) report.check(scores.row(i), scores.cols, where[i]);
   std::vector<std::size_t> order(docs.size());
@@ -164,11 +238,15 @@ void run_rerank(const RerankArgs& a) {
   if (!a.documents.empty() && !a.input.empty()) throw UsageError("give documents as arguments or --input, not both");
   auto engine = load_engine(a.engine);
   const ModelInfo& info = engine->info();
-  if (!info.capabilities.score)
+  if (!info.capabilities.score && !info.capabilities.multi_vector)
     throw UsageError(a.engine.model + " is not a cross-encoder or reranker (it has no scoring head): use "
                      "'inferencelayer embed'");
+  const bool late_interaction = !info.capabilities.score;
+  if (late_interaction && !a.instruction.empty())
+    throw UsageError("--instruction applies to prompt-scored rerankers, not to a multi-vector (ColBERT) model");
   const InputChecker checker(info, static_cast<std::size_t>(info.max_tokens));
   if (a.query_given) run_ranked(*engine, a, checker);
+  else if (late_interaction) run_jsonl_late_interaction(*engine, a, checker);
   else run_jsonl(*engine, a, checker);
 }
 

@@ -228,15 +228,20 @@ BuiltModel build_lfm2_folder(const std::filesystem::path& dir, const nlohmann::j
     return m;
   }
   // The PyLate (LFM2-ColBERT) layout: Transformer + Dense on every token, no Pooling. Its plan
-  // computes the normalised per-token vectors (program "tokens"); the engine does not serve them
-  // yet (no --output-kind tokens, no MaxSim behind rerank, no PyLate query / document
-  // tokenization), so the folder offers hidden states only. A sentence-transformers folder with a
-  // Pooling module over this trunk is not a layout LFM2 ships: refused.
+  // computes the normalised per-token vectors (program "tokens"), which the engine serves as a
+  // multi-vector model (token vectors, MaxSim scores), tokenizing queries and documents as the
+  // folder's PyLate settings say; hidden states stay available. A sentence-transformers folder
+  // with a Pooling module over this trunk is not a layout LFM2 ships: refused.
   check(!f.st.pooling && f.dense(), dir.string(), ": an lfm2 folder with sentence-transformers modules is supported ",
         "in the PyLate (ColBERT) layout only: a Transformer and a Dense module, no Pooling (modules.json)");
-  (void)read_colbert_config(dir);  // its settings checked now, though not applied yet
-  // Not multi_vector yet: that capability promises the per-token vectors through the engine.
+  m.colbert = read_colbert_config(dir);
+  // PyLate's default (attend_to_expansion_tokens false) gives a query's expansion tokens
+  // attention mask 0: no token reads them as keys, and transformers 5.17's LFM2 zeroes their rows
+  // before each convolution's in-projection (so their convolution output is zero). The engine
+  // marks them through TokenInput::attended_tokens (runtime/colbert_inputs) →
+  // plan::Batch::key_limits, on the CPU backend.
   m.capabilities.embed = false;
+  m.capabilities.multi_vector = true;
   m.layout = "lfm2-colbert";
   const BufferId hidden = build_trunk(m.plan, c, *f.weights, p);
   m.embedding_dim = build_colbert_head(m.plan, hidden, static_cast<std::size_t>(c.hidden), *f.dense());

@@ -10,6 +10,7 @@
 
 #include "inferencelayer/engine.h"
 #include "io/st_modules.h"
+#include "models/colbert_config.h"
 #include "plan/plan.h"
 
 namespace il::models {
@@ -51,6 +52,9 @@ struct BuiltModel {
   bool normalize = false;                     // the folder's default
   std::string stored_dtype = "F32";           // what most checkpoint tensors are stored as
   std::size_t stored_bytes = 0;               // tensor bytes in the checkpoint
+  // Multi-vector (PyLate ColBERT) folders: how queries and documents are tokenized; program
+  // "tokens" writes output "tokens" (one normalised vector per token, embedding_dim wide).
+  std::optional<ColbertConfig> colbert;
 };
 
 }  // namespace il::models

@@ -30,6 +30,9 @@ struct AttentionArgs {
   float scale = 1.0f;        // applied to q·k
   MaskMode mask = MaskMode::kBidirectional;
   std::size_t window = 0;    // 0 = unlimited; else keys with |i − j| ≤ window / 2
+  // Optional, one per sequence (CPU only): only the sequence's first key_limits[s] keys are read
+  // by any of its rows (plan::Batch::key_limits).
+  const int32_t* key_limits = nullptr;
 };
 
 // The checks that need no look at seq_starts, which the CUDA launchers cannot read (it lives on

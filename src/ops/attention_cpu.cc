@@ -19,11 +19,12 @@ constexpr std::size_t kRowBlock = 128;  // query rows sharing one packed K and V
 constexpr std::size_t kMaxHeadDim = 256;
 using gemm_kernel::kPanel;
 
-// Key range [lo, hi) (sequence-local) admissible for query row i of a sequence of length len.
-void key_range(const AttentionArgs& a, std::size_t i, std::size_t len, std::size_t& lo,
+// Key range [lo, hi) (sequence-local) admissible for query row i of sequence seq, of length len.
+void key_range(const AttentionArgs& a, std::size_t seq, std::size_t i, std::size_t len, std::size_t& lo,
                std::size_t& hi) {
   lo = 0;
   hi = a.mask == MaskMode::kCausal ? i + 1 : len;
+  if (a.key_limits) hi = std::min(hi, static_cast<std::size_t>(std::max<int32_t>(a.key_limits[seq], 0)));
   if (a.window > 0) {
     const std::size_t half = a.window / 2;
     lo = i > half ? i - half : 0;
@@ -151,7 +152,7 @@ void run_task(const AttentionArgs& a, const Task& t, Scratch& sc, const gemm_ker
   std::size_t klo = len, khi = 0;
   for (std::size_t r = 0; r < t.rows; ++r) {
     std::size_t lo, hi;
-    key_range(a, t.row0 + r, len, lo, hi);
+    key_range(a, t.seq, t.row0 + r, len, lo, hi);
     klo = std::min(klo, lo);
     khi = std::max(khi, hi);
   }
@@ -177,7 +178,7 @@ void run_task(const AttentionArgs& a, const Task& t, Scratch& sc, const gemm_ker
 
   for (std::size_t r = 0; r < t.rows; ++r) {
     std::size_t lo, hi;
-    key_range(a, t.row0 + r, len, lo, hi);
+    key_range(a, t.seq, t.row0 + r, len, lo, hi);
     const bool any = hi > lo;
     softmax_row(scores + r * ld_scores, nk, any ? lo - klo : 0, any ? hi - klo : 0,
                 probs + (r / mr) * mr * nk + r % mr, mr);

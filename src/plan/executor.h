@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "plan/plan.h"
 
@@ -28,6 +30,12 @@ class Executor {
   // The device's cumulative energy counter in joules, where the backend can read one (NVIDIA
   // GPUs, through the driver); nothing elsewhere. A difference over a span of work is its energy.
   virtual std::optional<double> energy_joules() { return std::nullopt; }
+  // Late interaction over the current batch (ops/maxsim.h): for each (query, document) pair of
+  // its sequences in `pairs` ([n, 2], flattened), Σ over the query's rows of the largest dot
+  // product with a document row of `tokens` whose `keep` byte (one per token of the batch) is not
+  // 0, into scores[n] (host memory). Computed where the rows are; synchronises like read().
+  virtual void maxsim(const View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
+                      float* scores) = 0;
 };
 
 }  // namespace il::plan

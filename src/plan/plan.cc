@@ -166,6 +166,11 @@ void check_batch(const Batch& batch, std::size_t max_tokens) {
   check(batch.type_ids.empty() || batch.type_ids.size() == t, "batch: type_ids must be empty or one per token");
   check(batch.positions.empty() || batch.positions.size() == t, "batch: positions must be empty or one per token");
   for (int32_t p : batch.positions) check(p >= 0, "batch: negative position ", p);
+  check(batch.key_limits.empty() || batch.key_limits.size() == b, "batch: ", batch.key_limits.size(),
+        " key limits for ", b, " sequences");
+  for (std::size_t s = 0; s < batch.key_limits.size(); ++s)
+    check(batch.key_limits[s] >= 1, "batch: key limit ", batch.key_limits[s], " of sequence ", s,
+          " hides every key");
   if (batch.pool_starts.empty()) return;
   check(batch.pool_starts.size() == b, "batch: ", batch.pool_starts.size(), " pool starts for ", b, " sequences");
   for (std::size_t s = 0; s < b; ++s)

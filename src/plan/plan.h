@@ -251,6 +251,13 @@ struct Batch {
   // Empty, or one per sequence: the first row mean and last-token pooling read, after the
   // sequence's leading prompt tokens (models pooled without their prompt; see ops/pool.h).
   std::vector<int32_t> pool_starts;
+  // Empty, or one per sequence: how many of its first tokens are unmasked. The rows past the
+  // limit are masked tokens (PyLate's masked query expansion, TokenInput::attended_tokens), as an
+  // attention mask of 0 makes them in transformers: attention reads no key past the limit (every
+  // row sees only the first key_limits[s] keys, and what its mask allows), and a short
+  // convolution gives the masked rows zero (transformers zeroes a masked row's input before the
+  // in-projection, so its C block is zero). The CPU backend only.
+  std::vector<int32_t> key_limits;
   std::size_t num_tokens() const { return tokens.size(); }
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }
 };

@@ -16,6 +16,10 @@ void validate_inputs(const std::vector<TokenInput>& inputs, const models::InputL
           " tokens, the model accepts at most ", max_len);
     check(in.type_ids.empty() || in.type_ids.size() == in.ids.size(), "input ", i, ": ",
           in.type_ids.size(), " token_type_ids for ", in.ids.size(), " input_ids");
+    check(in.keep.empty() || in.keep.size() == in.ids.size(), "input ", i, ": keep holds ", in.keep.size(),
+          " entries for ", in.ids.size(), " input_ids");
+    check(in.attended_tokens <= in.ids.size(), "input ", i, ": attended_tokens ", in.attended_tokens, " exceeds its ",
+          in.ids.size(), " tokens");
     for (int32_t id : in.ids)
       check(id >= 0 && id < cfg.vocab, "input ", i, ": token id ", id,
             " is outside the vocabulary of ", cfg.vocab);
@@ -47,13 +51,15 @@ std::vector<BatchRange> pack_batches(const std::vector<TokenInput>& inputs, std:
 
 plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& range, bool skip_prompts) {
   plan::Batch b;
-  bool any_types = false, any_prompt = false;
+  bool any_types = false, any_prompt = false, any_limit = false;
   std::size_t total = 0;
   for (std::size_t i = range.first; i < range.first + range.count; ++i) {
     total += inputs[i].ids.size();
     any_types = any_types || !inputs[i].type_ids.empty();
     any_prompt = any_prompt || inputs[i].prompt_tokens > 0;
+    any_limit = any_limit || inputs[i].attended_tokens > 0;
   }
+  if (any_limit) b.key_limits.reserve(range.count);
   if (skip_prompts && any_prompt) b.pool_starts.reserve(range.count);
   b.tokens.reserve(total);
   b.positions.reserve(total);
@@ -64,6 +70,8 @@ plan::Batch make_batch(const std::vector<TokenInput>& inputs, const BatchRange& 
     const TokenInput& in = inputs[i];
     if (skip_prompts && any_prompt)
       b.pool_starts.push_back(static_cast<int32_t>(b.tokens.size() + std::min(in.prompt_tokens, in.ids.size())));
+    if (any_limit)  // inputs without a limit: every key
+      b.key_limits.push_back(static_cast<int32_t>(in.attended_tokens > 0 ? in.attended_tokens : in.ids.size()));
     b.tokens.insert(b.tokens.end(), in.ids.begin(), in.ids.end());
     for (std::size_t t = 0; t < in.ids.size(); ++t) b.positions.push_back(static_cast<int32_t>(t));
     if (any_types) {

@@ -16,7 +16,9 @@
 #include "io/json_util.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
+#include "ops/maxsim.h"
 #include "runtime/batching.h"
+#include "runtime/colbert_inputs.h"
 #include "runtime/model_info.h"
 #include "text/tokenizer.h"
 
@@ -75,11 +77,15 @@ class LocalEngine final : public Engine {
     max_len_ = runtime::max_sequence_length(model_);
     info_ = runtime::describe(dir, model_, tokenizer_ ? tokenizer_->model_type() : "", max_len_);
     info_.random_weights = info_.random_weights || random_weights;
+    if (model_.colbert && tokenizer_) colbert_ = runtime::resolve_colbert_tokens(*model_.colbert, *tokenizer_, dir);
     // The scratch always holds at least one maximal sequence, so any valid input fits a batch.
     max_batch_tokens_ = std::max<std::size_t>(options.max_batch_tokens, max_len_);
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
     info_.backend = exec_->backend_name();
     info_.compute_dtype = exec_->compute_dtype();
+    check(!(colbert_ && colbert_->mask_expansion) || info_.backend == "cpu", dir.string(),
+          ": masked query expansion (attend_to_expansion_tokens false in config_sentence_transformers.json) runs "
+          "on the CPU backend only so far (the CUDA attention kernels take no key limit): use --device cpu");
   }
 
   const ModelInfo& info() const override { return info_; }
@@ -97,6 +103,7 @@ class LocalEngine final : public Engine {
   }
 
   TokenInput tokenize_with(std::string_view text, const TokenizeOptions& options) const override {
+    if (options.role != TextRole::kNone) return colbert_tokenize(text, options);
     return to_input(tokenizer().encode(text, encode_options(options)));
   }
 
@@ -204,7 +211,96 @@ class LocalEngine final : public Engine {
     return out;
   }
 
+  std::vector<Matrix> token_vectors(const std::vector<TokenInput>& inputs) override {
+    check(info_.capabilities.multi_vector, "this model does not produce per-token vectors (it is not a multi-vector "
+          "/ ColBERT model)");
+    std::vector<Matrix> out(inputs.size());
+    const std::size_t dim = model_.embedding_dim;
+    std::vector<float> rows;
+    run_batches(inputs, false, "encode", [&](const plan::Batch& batch, std::size_t first) {
+      exec_->run("tokens");
+      rows.resize(batch.num_tokens() * dim);
+      exec_->read(model_.plan.output("tokens"), rows.data());
+      for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
+        const TokenInput& in = inputs[first + s];
+        const auto b = static_cast<std::size_t>(batch.seq_starts[s]);
+        const auto n = static_cast<std::size_t>(batch.seq_starts[s + 1]) - b;
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < n; ++i) kept += in.keep.empty() || in.keep[i] != 0;
+        Matrix m(kept, dim);
+        std::size_t r = 0;
+        for (std::size_t i = 0; i < n; ++i)
+          if (in.keep.empty() || in.keep[i] != 0)
+            std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>((b + i) * dim), dim, m.row(r++));
+        out[first + s] = std::move(m);
+      }
+    });
+    return out;
+  }
+
+  std::vector<float> late_interaction(const TokenInput& query, const std::vector<TokenInput>& documents) override {
+    check(info_.capabilities.multi_vector, "this model does not score by late interaction (it is not a "
+          "multi-vector / ColBERT model)");
+    std::vector<float> scores(documents.size());
+    if (documents.empty()) return scores;
+    // The query goes first in every batch, then as many documents as fit beside it; each batch's
+    // token vectors stay on the device, where MaxSim scores (query, document) pairs.
+    runtime::validate_inputs({query}, model_.limits, max_len_);
+    runtime::validate_inputs(documents, model_.limits, max_len_);
+    std::size_t next = 0;
+    std::vector<TokenInput> group;
+    std::vector<int32_t> pairs;
+    std::vector<uint8_t> keep;
+    std::vector<float> out;
+    while (next < documents.size()) {
+      group.assign(1, query);
+      group[0].keep.clear();  // a query's tokens all count
+      std::size_t tokens = query.ids.size();
+      const std::size_t first = next;
+      while (next < documents.size() &&
+             (next == first || tokens + documents[next].ids.size() <= max_batch_tokens_)) {
+        tokens += documents[next].ids.size();
+        group.push_back(documents[next++]);
+      }
+      check(tokens <= max_batch_tokens_, "a query of ", query.ids.size(), " tokens and a document of ",
+            documents[first].ids.size(), " tokens do not fit one batch of ", max_batch_tokens_, " tokens");
+      pairs.clear();
+      keep.clear();
+      for (std::size_t d = 1; d < group.size(); ++d) {
+        pairs.push_back(0);
+        pairs.push_back(static_cast<int32_t>(d));
+      }
+      for (const TokenInput& in : group) {
+        if (in.keep.empty()) keep.insert(keep.end(), in.ids.size(), uint8_t{1});
+        else keep.insert(keep.end(), in.keep.begin(), in.keep.end());
+      }
+      out.resize(group.size() - 1);
+      run_batches(group, false, "encode", [&](const plan::Batch&, std::size_t) {
+        exec_->run("tokens");
+        exec_->maxsim(model_.plan.output("tokens"), pairs, keep, out.data());
+      });
+      std::copy(out.begin(), out.end(), scores.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+    return scores;
+  }
+
  private:
+  // PyLate's tokenization of a query or a document (runtime/colbert_inputs.h).
+  TokenInput colbert_tokenize(std::string_view text, const TokenizeOptions& options) const {
+    check(colbert_.has_value(), "this model takes no query / document role (it is not a multi-vector / ColBERT "
+          "model with a tokenizer)");
+    check(options.add_special_tokens && options.limit_length,
+          "a query or document is tokenized as the model's PyLate settings say (special tokens and lengths "
+          "included)");
+    const bool query = options.role == TextRole::kQuery;
+    text::EncodeOptions o;
+    o.max_length = runtime::colbert_text_budget(*colbert_, query);
+    o.truncate = options.truncate;
+    o.direction = (options.truncate_left || colbert_->truncate_left) ? text::TruncationDirection::kLeft
+                                                                    : text::TruncationDirection::kRight;
+    return runtime::colbert_input(tokenizer().encode(text, o).ids, *colbert_, query);
+  }
+
   const text::Tokenizer& tokenizer() const {
     check(tokenizer_.has_value(), "model folder ", info_.path, " has no tokenizer.json");
     return *tokenizer_;
@@ -299,6 +395,7 @@ class LocalEngine final : public Engine {
 
   models::BuiltModel model_;
   std::optional<text::Tokenizer> tokenizer_;
+  std::optional<runtime::ColbertTokens> colbert_;  // multi-vector folders with a tokenizer
   std::unique_ptr<plan::Executor> exec_;
   ModelInfo info_;
   std::size_t max_len_ = 0;
@@ -330,6 +427,14 @@ TokenInput Engine::tokenize_pair_with(std::string_view first, std::string_view s
 
 std::vector<TokenDetail> Engine::token_details(std::string_view, const TokenizeOptions&) const {
   throw Error("this engine does not report token spans");
+}
+
+std::vector<Matrix> Engine::token_vectors(const std::vector<TokenInput>&) {
+  throw Error("this engine does not produce per-token vectors");
+}
+
+std::vector<float> Engine::late_interaction(const TokenInput&, const std::vector<TokenInput>&) {
+  throw Error("this engine does not score by late interaction");
 }
 
 std::string Engine::decode(const std::vector<int32_t>&, bool) const {

@@ -29,7 +29,8 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   i.max_tokens = static_cast<int>(max_len);
   i.num_labels = static_cast<int>(model.labels.size());
   i.labels = model.labels;
-  i.output_dim = static_cast<int>(model.capabilities.embed ? model.embedding_dim : 0);
+  // Pooled embeddings, or a multi-vector model's per-token vectors.
+  i.output_dim = static_cast<int>(model.capabilities.embed || model.capabilities.multi_vector ? model.embedding_dim : 0);
   i.activation = std::string(activation_name(model.act));
   i.stored_dtype = model.stored_dtype;
   i.parameters = model.plan.parameter_count();

@@ -32,6 +32,16 @@ void run_engine(Engine &engine, JobKind kind,
   case JobKind::kScores:
     rows = engine.score(inputs);
     return;
+  case JobKind::kTokens:
+    hidden = engine.token_vectors(inputs);
+    return;
+  case JobKind::kMaxSim: {
+    const std::vector<TokenInput> docs(inputs.begin() + 1, inputs.end());
+    const std::vector<float> scores = engine.late_interaction(inputs.at(0), docs);
+    rows = Matrix(inputs.size(), 1);
+    std::copy(scores.begin(), scores.end(), rows.row(1));
+    return;
+  }
   }
 }
 
@@ -156,6 +166,22 @@ Batcher::take_pieces(std::unique_lock<std::mutex> &) {
       kind = job->kind;
     if (job->kind != kind)
       break; // the next pass starts with it: order is kept
+    if (kind == JobKind::kMaxSim) {
+      // Whole and alone: its query must be encoded with its documents, which
+      // the engine splits into batches itself.
+      if (!pieces.empty())
+        break;
+      for (const TokenInput &in : job->inputs)
+        tokens += in.ids.size();
+      sequences += job->inputs.size();
+      job->next_input = job->inputs.size();
+      job->started = true;
+      job->queue_ms = ms_since(job->queued_at);
+      metrics_.observe_queue(job->queue_ms / 1000.0);
+      pieces.push_back(Piece{job, 0, job->inputs.size()});
+      queue_.erase(it);
+      break;
+    }
     Piece piece{job, job->next_input, 0};
     while (job->next_input < job->inputs.size()) {
       const std::size_t n = job->inputs[job->next_input].ids.size();
@@ -230,7 +256,7 @@ void Batcher::run_one_pass(JobKind kind, std::vector<Piece> &pieces) {
     Job &job = *p.job;
     if (job.finished)
       continue;
-    if (kind == JobKind::kHidden) {
+    if (kind == JobKind::kHidden || kind == JobKind::kTokens) {
       if (job.hidden.empty())
         job.hidden.resize(job.inputs.size());
       for (std::size_t i = 0; i < p.count; ++i)

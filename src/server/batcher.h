@@ -30,6 +30,10 @@ enum class JobKind {
            // post-process it
   kHidden, // final hidden states per token
   kScores, // cross-encoder logits
+  kTokens, // multi-vector models: one vector per kept token (in `hidden`)
+  kMaxSim, // multi-vector models: inputs[0] is a query, the rest its documents;
+           // rows[0] = 0, rows[1 + d] = document d's MaxSim score. A job runs
+           // whole, alone in its pass (the engine batches the documents).
 };
 
 struct Job {

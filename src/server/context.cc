@@ -346,7 +346,13 @@ void check_finite_rows(const Matrix &rows) {
 }
 
 void require_embedding_model(const Context &ctx) {
-  if (!ctx.engine.info().capabilities.embed)
+  const Capabilities &c = ctx.engine.info().capabilities;
+  if (!c.embed && c.multi_vector)
+    throw unsupported_error(
+        "the loaded model is a multi-vector (ColBERT) model: it gives one "
+        "vector per token, not one embedding per input; use /embed_all "
+        "(token vectors) or /rerank, /v1/rerank (MaxSim scores)");
+  if (!c.embed)
     throw unsupported_error("the loaded model does not produce embeddings (it "
                             "is a cross-encoder / reranker): use /rerank or "
                             "/predict");

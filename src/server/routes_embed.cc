@@ -47,11 +47,30 @@ std::optional<ModelCall> embed(Context &ctx, const HttpRequest &req,
 
 std::optional<ModelCall> embed_all(Context &ctx, const HttpRequest &req,
                                    Timings &t) {
-  require_embedding_model(ctx);
+  // A multi-vector (ColBERT) model answers with its normalised vector of every
+  // kept token, texts tokenized as PyLate does for a query ("is_query": true,
+  // PyLate's default) or a document (skiplist tokens left out); token ids are
+  // used as given. Other models answer with their hidden states.
+  const bool multi_vector = ctx.engine.info().capabilities.multi_vector;
+  if (!multi_vector)
+    require_embedding_model(ctx);
   const json body = parse_body(req);
   const Inputs inputs = parse_inputs(body, "inputs", ctx);
-  const TextOptions options = text_options(body, ctx, true);
-  return ModelCall{JobKind::kHidden, to_token_inputs(ctx, inputs, options, t),
+  TextOptions options = text_options(body, ctx, true);
+  if (multi_vector) {
+    options.tokenize.role = get_bool(body, "is_query", true)
+                                ? TextRole::kQuery
+                                : TextRole::kDocument;
+    // PyLate always cuts queries and documents to the folder's lengths: they
+    // are the model's input convention, not a limit on requests
+    // ("truncate": false still refuses a longer text).
+    options.tokenize.truncate = get_bool(body, "truncate", true);
+  }
+  else if (body.contains("is_query"))
+    throw validation_error("'is_query' applies to multi-vector (ColBERT) "
+                           "models only");
+  return ModelCall{multi_vector ? JobKind::kTokens : JobKind::kHidden,
+                   to_token_inputs(ctx, inputs, options, t),
                    [](Job &job, HttpResponse &res, Timings &) {
                      for (const Matrix &m : job.hidden)
                        check_finite_rows(m);

@@ -48,8 +48,79 @@ void check_batch_size(const Context &ctx, std::size_t n, const char *field) {
                            " allowed (--max-client-batch-size)");
 }
 
+// A multi-vector (ColBERT) model scores by late interaction: the query and
+// the documents tokenized as PyLate does, one job whose first input is the
+// query (JobKind::kMaxSim). Its scores are MaxSim sums, not logits: no sigmoid.
+bool late_interaction(const Context &ctx) {
+  const Capabilities &c = ctx.engine.info().capabilities;
+  return c.multi_vector && !c.score;
+}
+
+std::vector<TokenInput> late_interaction_inputs(Context &ctx,
+                                                const std::string &query,
+                                                const std::vector<std::string> &docs,
+                                                TokenizeOptions options,
+                                                Timings &t) {
+  if (!options.instruction.empty())
+    throw validation_error("'instruction' applies to prompt-scored rerankers, "
+                           "not to a multi-vector (ColBERT) model");
+  std::vector<TokenInput> out;
+  out.reserve(docs.size() + 1);
+  std::string failure;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i <= docs.size() && failure.empty(); ++i) {
+    options.role = i == 0 ? TextRole::kQuery : TextRole::kDocument;
+    try {
+      out.push_back(ctx.engine.tokenize_with(i == 0 ? query : docs[i - 1], options));
+    } catch (const std::bad_alloc &) {
+      throw;
+    } catch (const std::exception &e) {
+      failure = (i == 0 ? std::string("query") : "text " + std::to_string(i - 1)) + ": " + e.what();
+    }
+  }
+  t.tokenization_ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+  ctx.metrics.observe_tokenization(t.tokenization_ms / 1000.0);
+  if (!failure.empty())
+    throw ApiError(422, "Tokenizer", failure);
+  for (const TokenInput &in : out)
+    t.tokens += in.ids.size();
+  return out;
+}
+
 std::optional<ModelCall> rerank(Context &ctx, const HttpRequest &req,
                                 Timings &t) {
+  if (late_interaction(ctx)) {
+    const json body = parse_body(req);
+    const std::string query = require_string(body, "query");
+    const std::vector<std::string> texts = require_strings(body, "texts");
+    check_batch_size(ctx, texts.size(), "texts");
+    (void)get_bool(body, "raw_scores", false); // MaxSim sums either way
+    const bool return_text = get_bool(body, "return_text", false);
+    TextOptions options = text_options(body, ctx, false);
+    // PyLate always cuts to the folder's query / document lengths (as
+    // /embed_all does for this model).
+    options.tokenize.truncate = get_bool(body, "truncate", true);
+    options.tokenize.instruction = get_string(body, "instruction", "");
+    auto inputs = late_interaction_inputs(ctx, query, texts, options.tokenize, t);
+    return ModelCall{
+        JobKind::kMaxSim, std::move(inputs),
+        [texts, return_text](Job &job, HttpResponse &res, Timings &) {
+          check_finite_rows(job.rows);
+          std::vector<float> scores(texts.size());
+          for (std::size_t i = 0; i < texts.size(); ++i)
+            scores[i] = job.rows.row(i + 1)[0];
+          json out = json::array();
+          for (std::size_t i : ranking(scores)) {
+            json item{{"index", i}, {"score", scores[i]}};
+            if (return_text)
+              item["text"] = texts[i];
+            out.push_back(std::move(item));
+          }
+          reply_json(res, out.dump());
+        }};
+  }
   require_cross_encoder(ctx);
   single_label(ctx);
   const json body = parse_body(req);
@@ -82,8 +153,11 @@ std::optional<ModelCall> rerank(Context &ctx, const HttpRequest &req,
 
 std::optional<ModelCall> cohere_rerank(Context &ctx, const HttpRequest &req,
                                        Timings &t) {
-  require_cross_encoder(ctx);
-  single_label(ctx);
+  const bool maxsim = late_interaction(ctx);
+  if (!maxsim) {
+    require_cross_encoder(ctx);
+    single_label(ctx);
+  }
   const json body = parse_body(req);
   const std::string query = require_string(body, "query");
   const auto docs_it = body.find("documents");
@@ -110,15 +184,21 @@ std::optional<ModelCall> cohere_rerank(Context &ctx, const HttpRequest &req,
   // false still refuses.
   options.tokenize.truncate = get_bool(body, "truncate", true);
   options.tokenize.instruction = get_string(body, "instruction", "");
-  auto inputs = tokenize_pairs(ctx, query, docs, options.tokenize, t);
+  auto inputs = maxsim ? late_interaction_inputs(ctx, query, docs,
+                                                 options.tokenize, t)
+                       : tokenize_pairs(ctx, query, docs, options.tokenize, t);
   const std::string model_name = ctx.model_name;
-  return ModelCall{JobKind::kScores, std::move(inputs),
-                   [docs, top_n, return_documents,
-                    model_name](Job &job, HttpResponse &res, Timings &t) {
+  // MaxSim: the relevance score is the late-interaction sum itself (row 0 of
+  // the job is its query).
+  return ModelCall{maxsim ? JobKind::kMaxSim : JobKind::kScores,
+                   std::move(inputs),
+                   [docs, top_n, return_documents, model_name,
+                    maxsim](Job &job, HttpResponse &res, Timings &t) {
                      check_finite_rows(job.rows);
                      std::vector<float> scores(docs.size());
                      for (std::size_t i = 0; i < docs.size(); ++i)
-                       scores[i] = sigmoid(job.rows.row(i)[0]);
+                       scores[i] = maxsim ? job.rows.row(i + 1)[0]
+                                          : sigmoid(job.rows.row(i)[0]);
                      json results = json::array();
                      const auto order = ranking(scores);
                      for (std::size_t k = 0; k < top_n; ++k) {

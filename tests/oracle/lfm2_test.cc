@@ -32,7 +32,7 @@ TEST(Lfm2, DescribesItselfByCapability) {
   EXPECT_TRUE(i.capabilities.embed);
   EXPECT_TRUE(i.capabilities.hidden_states);
   EXPECT_FALSE(i.capabilities.score);
-  EXPECT_FALSE(i.capabilities.multi_vector) << "the ColBERT layout is not implemented yet";
+  EXPECT_FALSE(i.capabilities.multi_vector) << "a plain Lfm2Model folder is pooled, not multi-vector";
   EXPECT_EQ(i.pooling, PoolingMode::kMean);
   EXPECT_LT(i.kv_heads, i.heads) << "the fixture is meant to exercise grouped-query attention";
   EXPECT_THROW(engine->score({engine->tokenize("a")}), Error);
@@ -58,8 +58,10 @@ TEST(Lfm2, HiddenStatesOfEveryRecordedCase) {
 }
 
 // A PyLate (LFM2-ColBERT) folder: lfm2-hidden's trunk plus a Dense module (64 → 16, no bias,
-// identity, random weights). The engine serves its hidden states (the same trunk: the fixture's
-// numbers) and refuses pooled embeddings; the plan's "tokens" program gives each token's
+// identity, random weights; no markers, since lfm2-hidden's tokenizer has none). The engine
+// serves its hidden states (the same trunk: the fixture's numbers) and refuses pooled embeddings
+// (tests/oracle/lfm2_colbert_test.cc checks its token vectors and MaxSim against PyLate's
+// numbers on a fixture of its own); the plan's "tokens" program gives each token's
 // L2-normalised projection, checked here against the same arithmetic done in double from the
 // plan's own hidden rows.
 class Lfm2Colbert : public ::testing::Test {
@@ -77,8 +79,8 @@ class Lfm2Colbert : public ::testing::Test {
         << R"({"in_features":64,"out_features":16,"bias":false,)"
         << R"("activation_function":"torch.nn.modules.linear.Identity"})";
     std::ofstream(dir_ / "config_sentence_transformers.json")
-        << R"({"query_prefix":"[Q] ","document_prefix":"[D] ","query_length":32,"document_length":180,)"
-        << R"("attend_to_expansion_tokens":false,"skiplist_words":[".",","],"do_query_expansion":true})";
+        << R"({"query_prefix":"","document_prefix":"","query_length":32,"document_length":180,)"
+        << R"("attend_to_expansion_tokens":true,"skiplist_words":[".",","],"do_query_expansion":true})";
     std::mt19937 g(7);
     std::normal_distribution<float> n(0.0f, 0.2f);
     w_.resize(16 * 64);
@@ -104,7 +106,7 @@ TEST_F(Lfm2Colbert, ServesHiddenStatesAndRefusesPooledEmbeddings) {
   EXPECT_EQ(engine->info().layout, "lfm2-colbert");
   EXPECT_TRUE(engine->info().capabilities.hidden_states);
   EXPECT_FALSE(engine->info().capabilities.embed);
-  EXPECT_FALSE(engine->info().capabilities.multi_vector) << "not served through the engine yet";
+  EXPECT_TRUE(engine->info().capabilities.multi_vector);
   EXPECT_THROW(engine->embed({engine->tokenize("a")}, {}), Error);
   const FixtureCase& c = fixture_.id_cases.at(2);
   ASSERT_TRUE(c.hidden);

@@ -14,6 +14,7 @@ struct AttnCase {
   std::size_t heads, kv_heads, head_dim;
   ops::MaskMode mask;
   std::size_t window;
+  std::vector<int32_t> key_limits = {};  // empty, or per sequence: keys past it hidden from every row
 };
 
 // Full softmax attention per sequence in double: the definition the op must match.
@@ -25,8 +26,9 @@ std::vector<float> attention_ref(const AttnCase& c, const std::vector<float>& q,
   const std::size_t hd = c.head_dim, width = c.heads * hd;
   std::vector<float> out(total * width, 0.0f);
   std::size_t start = 0;
-  for (int32_t len32 : c.lengths) {
-    const std::size_t len = static_cast<std::size_t>(len32);
+  for (std::size_t seq = 0; seq < c.lengths.size(); ++seq) {
+    const std::size_t len = static_cast<std::size_t>(c.lengths[seq]);
+    const std::size_t limit = c.key_limits.empty() ? len : static_cast<std::size_t>(c.key_limits[seq]);
     for (std::size_t h = 0; h < c.heads; ++h) {
       const std::size_t kh = h / (c.heads / c.kv_heads);
       for (std::size_t i = 0; i < len; ++i) {
@@ -35,6 +37,7 @@ std::vector<float> attention_ref(const AttnCase& c, const std::vector<float>& q,
         for (std::size_t j = 0; j < len; ++j) {
           if (c.mask == ops::MaskMode::kCausal && j > i) continue;
           if (c.window && (i > j ? i - j : j - i) > c.window / 2) continue;
+          if (j >= limit) continue;
           double acc = 0;
           for (std::size_t d = 0; d < hd; ++d)
             acc += static_cast<double>(q[(start + i) * ldq + h * hd + d]) * k[(start + j) * ldkv + kh * hd + d];
@@ -72,9 +75,10 @@ TEST_P(AttentionTest, MatchesDoubleReference) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   std::vector<float> out(total * qw, 9.0f);
   ThreadPool pool(3);
-  ops::attention_cpu({packed.data(), ld, packed.data() + qw, ld, packed.data() + qw + kvw, ld, out.data(), qw,
-                      starts.data(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window},
-                     pool);
+  ops::AttentionArgs args{packed.data(), ld, packed.data() + qw, ld, packed.data() + qw + kvw, ld, out.data(), qw,
+                          starts.data(), c.lengths.size(), c.heads, c.kv_heads, c.head_dim, scale, c.mask, c.window};
+  if (!c.key_limits.empty()) args.key_limits = c.key_limits.data();
+  ops::attention_cpu(args, pool);
   // The reference reads k and v through the same packed layout.
   std::vector<float> kview(packed.begin() + static_cast<std::ptrdiff_t>(qw), packed.end());
   std::vector<float> vview(packed.begin() + static_cast<std::ptrdiff_t>(qw + kvw), packed.end());
@@ -92,7 +96,11 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{{257, 3}, 3, 1, 64, ops::MaskMode::kBidirectional, 0},
                       AttnCase{{97, 1, 33}, 4, 2, 16, ops::MaskMode::kCausal, 0},
                       AttnCase{{97, 40}, 2, 2, 128, ops::MaskMode::kBidirectional, 16},
-                      AttnCase{{1, 2, 3, 5, 8, 13, 21}, 6, 3, 7, ops::MaskMode::kCausal, 5}));
+                      AttnCase{{1, 2, 3, 5, 8, 13, 21}, 6, 3, 7, ops::MaskMode::kCausal, 5},
+                      // Key limits (PyLate's masked query expansion): rows past the limit see
+                      // only the keys before it; a limit at the length changes nothing.
+                      AttnCase{{24, 7, 200}, 4, 2, 16, ops::MaskMode::kCausal, 0, {9, 7, 150}},
+                      AttnCase{{33, 5}, 2, 1, 8, ops::MaskMode::kBidirectional, 0, {1, 3}}));
 
 // attention_first_cpu: each sequence's first row alone, written to row s. It runs the same
 // arithmetic as the full op's first row (keys past the row's range only add zero products

@@ -12,6 +12,7 @@
 #include "ops/embed.h"
 #include "ops/glu.h"
 #include "ops/layernorm.h"
+#include "ops/maxsim.h"
 #include "ops/pool.h"
 #include "ops/rope.h"
 #include "ops/short_conv.h"
@@ -190,9 +191,10 @@ void CpuExecutor::execute(const plan::Step& step) {
                           pool_);
           },
           [&](const plan::AttentionStep& op) {
-            const ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),
-                                          ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
-                                          op.head_dim, op.scale, op.mask, op.window};
+            ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),
+                                    ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
+                                    op.head_dim, op.scale, op.mask, op.window};
+            if (!batch_.key_limits.empty()) args.key_limits = batch_.key_limits.data();
             switch (op.queries) {
               case plan::QueryRows::kAll: return ops::attention_cpu(args, pool_);
               case plan::QueryRows::kFirst: return ops::attention_first_cpu(args, pool_);
@@ -235,6 +237,13 @@ void CpuExecutor::execute(const plan::Step& step) {
             ops::short_conv_cpu({tensor(op.x), weight_f32(op.w), tensor(op.out), starts, nseq,
                                  row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps},
                                 pool_);
+            // Rows past a sequence's key limit (masked tokens): transformers zeroes their input
+            // before the in-projection, so their C block, and with it their output, is zero.
+            for (std::size_t s = 0; s < batch_.key_limits.size(); ++s) {
+              float* out = ptr(op.out);
+              for (int32_t r = batch_.seq_starts[s] + batch_.key_limits[s]; r < batch_.seq_starts[s + 1]; ++r)
+                std::fill_n(out + static_cast<std::size_t>(r) * ld(op.out), op.out.cols, 0.0f);
+            }
           },
       },
       step.op);
@@ -246,6 +255,23 @@ void CpuExecutor::read(const View& view, float* dst) {
   const std::size_t stride = ld(view);
   for (std::size_t r = 0; r < n; ++r)
     std::memcpy(dst + r * view.cols, src + r * stride, view.cols * sizeof(float));
+}
+
+void CpuExecutor::maxsim(const View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
+                         float* scores) {
+  const std::size_t n = rows(tokens);
+  check(keep.empty() || keep.size() == n, "maxsim: ", keep.size(), " keep bytes for ", n, " rows");
+  check(pairs.size() % 2 == 0, "maxsim: pairs must hold (query, document) index pairs");
+  ops::MaxSimArgs a;
+  a.x = ops::f32_view(static_cast<const float*>(ptr(tokens)), ld(tokens));
+  a.seq_starts = batch_.seq_starts.data();
+  a.num_seqs = batch_.num_seqs();
+  a.pairs = pairs.data();
+  a.num_pairs = pairs.size() / 2;
+  a.dim = tokens.cols;
+  a.keep = keep.empty() ? nullptr : keep.data();
+  a.scores = scores;
+  ops::maxsim_cpu(a, pool_);
 }
 
 }  // namespace il::cpu

@@ -29,6 +29,8 @@ class CpuExecutor final : public plan::Executor {
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
   std::string backend_name() const override { return "cpu"; }
+  void maxsim(const plan::View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
+              float* scores) override;
 
   // Profiling: when on, run() accumulates wall time per step name and op kind.
   void set_profiling(bool on) { profiling_ = on; }

@@ -216,6 +216,8 @@ void CudaExecutor::release() noexcept {
 
 void CudaExecutor::set_batch(const plan::Batch& batch) {
   plan::check_batch(batch, max_tokens_);  // sequence rows and the id staging hold max_tokens rows
+  check(batch.key_limits.empty(), "key limits (masked query expansion tokens) are not implemented on the CUDA "
+        "backend yet; run the model on the CPU");
   std::size_t longest = 0;
   for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
     longest = std::max<std::size_t>(longest, static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]));
@@ -369,6 +371,52 @@ void CudaExecutor::read(const View& view, float* dst) {
       for (std::size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(half[i]);
       return;
   }
+}
+
+// Pairs, keep bytes and scores go through one pinned staging buffer and one device piece each
+// way; the kernel reads the token rows where the last run left them, so only the scores come back.
+void CudaExecutor::maxsim(const View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
+                          float* scores) {
+  check(plan_.buffers().at(static_cast<std::size_t>(tokens.buffer)).rows == Rows::kTokens,
+        "maxsim: the token vectors must be a token-row buffer");
+  check(keep.empty() || keep.size() == real_tokens_, "maxsim: ", keep.size(), " keep bytes for ", real_tokens_,
+        " rows");
+  check(pairs.size() % 2 == 0, "maxsim: pairs must hold (query, document) index pairs");
+  const std::size_t num_pairs = pairs.size() / 2;
+  for (int32_t s : pairs)
+    check(s >= 0 && static_cast<std::size_t>(s) < real_seqs_, "maxsim: a pair names sequence ", s, " of ",
+          real_seqs_);
+  if (num_pairs == 0) return;
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  const std::size_t pair_bytes = aligned_bytes(pairs.size() * sizeof(int32_t));
+  const std::size_t keep_bytes = aligned_bytes(keep.size());
+  const std::size_t score_bytes = aligned_bytes(num_pairs * sizeof(float));
+  const std::size_t total = pair_bytes + keep_bytes + score_bytes;
+  if (maxsim_arena_.bytes() < total) {
+    IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // an earlier call's copies may still read them
+    maxsim_arena_ = DeviceMemory(total);
+    maxsim_staging_ = PinnedMemory(total);
+  }
+  std::byte* host = maxsim_staging_.get();
+  std::memcpy(host, pairs.data(), pairs.size() * sizeof(int32_t));
+  if (!keep.empty()) std::memcpy(host + pair_bytes, keep.data(), keep.size());
+  std::byte* dev = maxsim_arena_.get();
+  IL_CUDA_CHECK(cudaMemcpyAsync(dev, host, pair_bytes + keep_bytes, cudaMemcpyHostToDevice, stream_));
+  ops::MaxSimArgs a;
+  const ops::TensorView x = tensor(tokens);
+  a.x = ops::ConstTensorView(x);
+  a.seq_starts = d_starts_;
+  a.num_seqs = real_seqs_;
+  a.pairs = reinterpret_cast<const int32_t*>(dev);
+  a.num_pairs = num_pairs;
+  a.dim = tokens.cols;
+  a.keep = keep.empty() ? nullptr : reinterpret_cast<const uint8_t*>(dev + pair_bytes);
+  a.scores = reinterpret_cast<float*>(dev + pair_bytes + keep_bytes);
+  ops::maxsim_cuda(a, stream_);
+  IL_CUDA_CHECK(cudaMemcpyAsync(host + pair_bytes + keep_bytes, a.scores, num_pairs * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::memcpy(scores, host + pair_bytes + keep_bytes, num_pairs * sizeof(float));
 }
 
 }  // namespace il::cuda

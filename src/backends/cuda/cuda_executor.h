@@ -49,6 +49,8 @@ class CudaExecutor final : public plan::Executor {
   void set_batch(const plan::Batch& batch) override;
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
+  void maxsim(const plan::View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
+              float* scores) override;
   std::string backend_name() const override { return "cuda:" + std::to_string(device_); }
   std::string compute_dtype() const override;
   std::size_t captured_graphs() const override { return captured_graphs_; }
@@ -101,6 +103,10 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_positions_ = nullptr;    // null unless a step reads positions (needs_positions_)
   bool needs_positions_ = false;
   PinnedMemory batch_staging_, read_staging_;
+  // maxsim(): pairs, keep bytes and scores on the device, and their pinned staging; grown to the
+  // largest call.
+  DeviceMemory maxsim_arena_;
+  PinnedMemory maxsim_staging_;
 
   // The launched shape is the batch rounded up to buckets (backends/cuda/batch_buckets.h);
   // reads return the real rows.
