@@ -31,6 +31,10 @@ struct EngineOptions {
   std::string dtype = "auto";
   std::size_t max_batch_tokens = 16384;  // scratch is sized for this many tokens per forward
   std::size_t threads = 0;               // 0 = one per hardware thread
+  // Image inputs (Engine::load_image): larger encoded files or decoded images are refused with
+  // an error naming the input.
+  std::size_t max_image_bytes = 64u << 20;
+  std::size_t max_image_pixels = 89'478'485;  // PIL's Image.MAX_IMAGE_PIXELS
 };
 
 // What a model can do; the CLI and server route by these (a route the model cannot serve is
@@ -81,6 +85,14 @@ struct ModelInfo {
   bool include_prompt = true;  // 1_Pooling: false = pooling leaves a prompt's tokens out
   std::string backend;         // where it runs: "cpu", "cuda:0", ...
   std::string compute_dtype;   // "f32", "f16" or "bf16"
+  // Image models (capabilities.image_input): the pixel_values each image becomes.
+  int image_channels = 0, image_height = 0, image_width = 0;
+  int patch_size = 0;
+  int image_embedding_dim = 0;   // width of an image embedding (embed_images)
+  // Image–text models (SigLIP): a pair's logit is exp(logit_scale) · cos(image, text) + logit_bias,
+  // its probability the logit's sigmoid.
+  bool has_logit = false;
+  float logit_scale = 0.0f, logit_bias = 0.0f;
 };
 
 // What a text is to a multi-vector (ColBERT) model: PyLate tokenizes queries and documents
@@ -166,6 +178,16 @@ class Engine {
   // Σ over the query's tokens of the largest dot product with a kept document token, computed on
   // the engine's device; the query is run with every batch of documents.
   virtual std::vector<float> late_interaction(const TokenInput& query, const std::vector<TokenInput>& documents);
+
+  // Image models (info().capabilities.image_input). load_image decodes an encoded image (JPEG,
+  // PNG, WebP) and preprocesses it as the folder's preprocessor_config.json says, into the
+  // pixel_values embed_images takes; `name` names the input in errors. It is const and may be
+  // called concurrently (the server decodes on worker threads).
+  virtual ImageInput load_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
+  // Pooled image embeddings, one row per image (normalised as options say; default: the folder's).
+  virtual Matrix embed_images(const std::vector<ImageInput>& images, const EmbedOptions& options);
+  // The vision tower's last hidden states, one [patches, hidden] matrix per image.
+  virtual std::vector<Matrix> image_hidden_states(const std::vector<ImageInput>& images);
 
   // CUDA graphs captured so far (one per program and batch-shape bucket, at most 256 per
   // engine; each holds some host and device memory); 0 on the CPU. Same thread as the calls above.

@@ -64,4 +64,13 @@ struct TokenInput {
   std::size_t attended_tokens = 0;
 };
 
+// One preprocessed image, as a transformers image processor gives it for one image: pixel_values
+// of channels × height × width floats, row-major (resized, rescaled and normalised already).
+struct ImageInput {
+  std::size_t channels = 0;
+  std::size_t height = 0;
+  std::size_t width = 0;
+  std::vector<float> pixels;  // channels × height × width
+};
+
 }  // namespace il

@@ -437,6 +437,18 @@ std::vector<float> Engine::late_interaction(const TokenInput&, const std::vector
   throw Error("this engine does not score by late interaction");
 }
 
+ImageInput Engine::load_image(const std::vector<std::uint8_t>&, std::string_view) const {
+  throw Error("this model takes no images");
+}
+
+Matrix Engine::embed_images(const std::vector<ImageInput>&, const EmbedOptions&) {
+  throw Error("this model takes no images");
+}
+
+std::vector<Matrix> Engine::image_hidden_states(const std::vector<ImageInput>&) {
+  throw Error("this model takes no images");
+}
+
 std::string Engine::decode(const std::vector<int32_t>&, bool) const {
   throw Error("this engine cannot decode token ids");
 }
