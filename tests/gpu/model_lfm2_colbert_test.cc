@@ -3,8 +3,12 @@
 // left them) against PyLate's arithmetic recorded by tools/oracle/make_lfm2_colbert_fixtures.py.
 // - f32: token vectors within 1e-4 of the fixture, scores within 1e-4 per query token (the
 //   oracle suite's gates); the CPU engine's scores within 1e-4 per query token too.
-// - f16 / bf16: cosine ≥ 0.999 of every token vector; scores within 1 % of the f32 reference
-//   relative to the query length (each term a dot product of unit vectors in half precision).
+// - f16 / bf16: every token vector's cosine with the f32 reference at least the low-precision
+//   gate 0.999 (f16), or, in bf16, within 1.25× PyTorch's own bf16 cosine deficit on this fixture
+//   (1.61e-3: this random 4-layer trunk amplifies bf16's 2^-8 rounding past 0.999 — transformers'
+//   Lfm2Model in bfloat16 misses it too; tools/oracle/check_lfm2_colbert_half.py measures it);
+//   scores within 1 % of the f32 reference relative to the query length (each term a dot
+//   product of unit vectors in half precision).
 // - Batches: every document at once against each alone, and a batch budget that splits the
 //   documents (the query run with each batch): f32 within 1e-5 per query token.
 #include <gtest/gtest.h>
@@ -30,6 +34,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr double kMinCosine = 0.999;
+// PyTorch's worst bf16 token-vector cosine deficit on this fixture (check_lfm2_colbert_half.py,
+// 2026-12-02, H200): ours may not be more than 1.25× that.
+constexpr double kTorchBf16Deficit = 1.61e-3;
 
 EngineOptions options(const std::string& dtype, std::size_t max_batch_tokens = 16384) {
   EngineOptions o;
@@ -97,7 +104,8 @@ TEST_P(GpuLfm2ColbertTest, TokenVectorsMatchPyLate) {
         } else {
           const double cs = cosine(m.row(t), want);
           worst = std::max(worst, 1.0 - cs);
-          EXPECT_GE(cs, kMinCosine) << GetParam() << ": " << c["text"] << " token " << t;
+          const double gate = GetParam() == "bf16" ? 1.0 - 1.25 * kTorchBf16Deficit : kMinCosine;
+          EXPECT_GE(cs, gate) << GetParam() << ": " << c["text"] << " token " << t;
         }
       }
     }
