@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/base64.h"
 #include "core/float_format.h"
 #include "server/api_error.h"
 #include "server/routes.h"
@@ -14,29 +15,6 @@ namespace il::server {
 namespace {
 
 using json = nlohmann::json;
-
-void append_base64(std::string &out, const unsigned char *p, std::size_t n) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const std::uint32_t v =
-        (std::uint32_t{p[i]} << 16) | (std::uint32_t{p[i + 1]} << 8) | p[i + 2];
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i < n) {
-    std::uint32_t v = std::uint32_t{p[i]} << 16;
-    if (i + 1 < n)
-      v |= std::uint32_t{p[i + 1]} << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-}
 
 // Little-endian f32 bytes, whatever the host's order.
 std::string base64_f32(const std::vector<float> &v) {

@@ -2,50 +2,12 @@
 
 #include <utf8proc.h>
 
+#include "core/base64.h"
 #include "core/error.h"
 #include "text/scratch.h"
 #include "text/unicode.h"
 
 namespace il::text {
-
-// ---- base64 ----
-
-std::optional<std::string> decode_base64(std::string_view text) {
-  auto value_of = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (text.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    int padding = 0;
-    uint32_t bits = 0;
-    for (std::size_t k = 0; k < 4; ++k) {
-      const char c = text[i + k];
-      if (c == '=' && last && k >= 2) {
-        ++padding;
-        bits <<= 6;
-        continue;
-      }
-      const int v = value_of(c);
-      if (v < 0 || padding > 0) return std::nullopt;  // bad character, or data after '='
-      bits = (bits << 6) | static_cast<uint32_t>(v);
-    }
-    if ((padding == 1 && (bits & 0xFF) != 0) || (padding == 2 && (bits & 0xFFFF) != 0)) {
-      return std::nullopt;  // leftover bits that encode nothing must be zero
-    }
-    out.push_back(static_cast<char>(bits >> 16));
-    if (padding < 2) out.push_back(static_cast<char>((bits >> 8) & 0xFF));
-    if (padding < 1) out.push_back(static_cast<char>(bits & 0xFF));
-  }
-  return out;
-}
 
 // ---- the double array ----
 

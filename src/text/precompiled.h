@@ -37,11 +37,6 @@ class PrecompiledCharsmap {
   bool starts_[256] = {};
 };
 
-// Decodes standard base64 with padding, strictly (the base64 crate's STANDARD engine): returns
-// nullopt on any character outside the alphabet, misplaced or missing padding, or non-zero
-// leftover bits.
-std::optional<std::string> decode_base64(std::string_view text);
-
 std::unique_ptr<Normalizer> make_precompiled_normalizer(const JsonRef& j);
 
 }  // namespace il::text

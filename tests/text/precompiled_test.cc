@@ -111,18 +111,5 @@ TEST(Precompiled, AnArrayPointingOutsideItselfFailsTheEncodeNotTheProcess) {
   EXPECT_EQ(t.encode("").ids.size(), 0u);
 }
 
-TEST(Precompiled, Base64IsStrict) {
-  EXPECT_EQ(decode_base64(""), std::string());
-  EXPECT_EQ(decode_base64("YQ=="), "a");
-  EXPECT_EQ(decode_base64("YWI="), "ab");
-  EXPECT_EQ(decode_base64("YWJj"), "abc");
-  EXPECT_EQ(decode_base64("+/+/"), "\xFB\xFF\xBF");
-  EXPECT_FALSE(decode_base64("YQ"));      // padding required
-  EXPECT_FALSE(decode_base64("YR=="));    // leftover bits set
-  EXPECT_FALSE(decode_base64("YQ==YQ==")); // padding only at the end
-  EXPECT_FALSE(decode_base64("Y Q=="));
-  EXPECT_FALSE(decode_base64("Y-_="));    // URL-safe alphabet is not the standard one
-}
-
 }  // namespace
 }  // namespace il::text
