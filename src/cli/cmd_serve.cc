@@ -199,6 +199,8 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str()->envname("IL_THREADS");
   cmd->add_option("--tokenization-workers", o->tokenization_workers, "Tokenizer threads (0 = a quarter of the hardware threads, 2 to 8; bodies up to 1 KiB are tokenized on the event loop)")
       ->capture_default_str()->envname("IL_TOKENIZATION_WORKERS");
+  cmd->add_option("--image-workers", o->image_workers, "Image decoding and preprocessing threads of an image model (0 = one per hardware thread)")
+      ->capture_default_str()->envname("IL_IMAGE_WORKERS");
   cmd->add_option("--served-model-name", o->served_model_name, "Model name in /info and OpenAI answers (default: the folder name)")
       ->envname("IL_SERVED_MODEL_NAME");
   return {cmd, [o] { run_serve(*o); }};

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 namespace il::server {
 namespace {
@@ -16,14 +18,32 @@ double ms_since(Job::Clock::time_point t) {
 // The engine calls a pass of one kind makes; rows / hidden come back in input
 // order.
 void run_engine(Engine &engine, JobKind kind,
-                const std::vector<TokenInput> &inputs, Matrix &rows,
+                const std::vector<TokenInput> &inputs,
+                const std::vector<ImageInput> &images, Matrix &rows,
                 std::vector<Matrix> &hidden) {
+  EmbedOptions raw;
+  raw.normalize = false; // routes normalise per request
   switch (kind) {
-  case JobKind::kPooled: {
-    EmbedOptions raw;
-    raw.normalize =
-        false; // routes normalise per request (their `normalize` field)
+  case JobKind::kPooled:
     rows = engine.embed(inputs, raw);
+    return;
+  case JobKind::kImagePooled:
+    rows = engine.embed_images(images, raw);
+    return;
+  case JobKind::kImageHidden:
+    hidden = engine.image_hidden_states(images);
+    return;
+  case JobKind::kImageText: {
+    Matrix image_rows = images.empty() ? Matrix() : engine.embed_images(images, raw);
+    Matrix text_rows = inputs.empty() ? Matrix() : engine.embed(inputs, raw);
+    if (!images.empty() && !inputs.empty() && image_rows.cols != text_rows.cols)
+      throw std::runtime_error("image embeddings (" + std::to_string(image_rows.cols) +
+                               " wide) and text embeddings (" + std::to_string(text_rows.cols) +
+                               " wide) differ in width");
+    rows = Matrix(image_rows.rows + text_rows.rows, std::max(image_rows.cols, text_rows.cols));
+    std::copy(image_rows.data.begin(), image_rows.data.end(), rows.data.begin());
+    std::copy(text_rows.data.begin(), text_rows.data.end(),
+              rows.data.begin() + static_cast<std::ptrdiff_t>(image_rows.data.size()));
     return;
   }
   case JobKind::kHidden:
@@ -49,7 +69,14 @@ void run_engine(Engine &engine, JobKind kind,
 
 Batcher::Batcher(Engine &engine, std::size_t max_batch_tokens,
                  std::size_t max_batch_requests, Metrics &metrics)
-    : engine_(engine), max_tokens_(std::max<std::size_t>(max_batch_tokens, 1)),
+    : engine_(engine),
+      image_tokens_([&engine] {
+        const ModelInfo &i = engine.info();
+        return i.patch_size > 0 ? static_cast<std::size_t>(i.image_height / i.patch_size) *
+                                      static_cast<std::size_t>(i.image_width / i.patch_size)
+                                : std::size_t{0};
+      }()),
+      max_tokens_(std::max<std::size_t>(max_batch_tokens, 1)),
       max_requests_(max_batch_requests), metrics_(metrics),
       thread_([this] { loop(); }) {}
 
@@ -96,6 +123,10 @@ void Batcher::cancel_queued(const std::string &why) {
     it = queue_.erase(it);
   }
   metrics_.set_queue_size(queue_.size());
+}
+
+std::size_t Batcher::cost(const Job &job, std::size_t i) const {
+  return carries_images(job.kind) ? image_tokens_ : job.inputs[i].ids.size();
 }
 
 void Batcher::finish(Job &job, const std::string &error) {
@@ -166,25 +197,27 @@ Batcher::take_pieces(std::unique_lock<std::mutex> &) {
       kind = job->kind;
     if (job->kind != kind)
       break; // the next pass starts with it: order is kept
-    if (kind == JobKind::kMaxSim) {
-      // Whole and alone: its query must be encoded with its documents, which
-      // the engine splits into batches itself.
+    if (kind == JobKind::kMaxSim || kind == JobKind::kImageText) {
+      // Whole and alone: a query must be encoded with its documents, which
+      // the engine splits into batches itself; images and texts go to two
+      // engine calls, each batched by the engine.
       if (!pieces.empty())
         break;
       for (const TokenInput &in : job->inputs)
         tokens += in.ids.size();
-      sequences += job->inputs.size();
-      job->next_input = job->inputs.size();
+      tokens += job->images.size() * image_tokens_;
+      sequences += job->inputs.size() + job->images.size();
+      job->next_input = job->size();
       job->started = true;
       job->queue_ms = ms_since(job->queued_at);
       metrics_.observe_queue(job->queue_ms / 1000.0);
-      pieces.push_back(Piece{job, 0, job->inputs.size()});
+      pieces.push_back(Piece{job, 0, job->size()});
       queue_.erase(it);
       break;
     }
     Piece piece{job, job->next_input, 0};
-    while (job->next_input < job->inputs.size()) {
-      const std::size_t n = job->inputs[job->next_input].ids.size();
+    while (job->next_input < job->size()) {
+      const std::size_t n = cost(*job, job->next_input);
       const bool budget_full = tokens + n > max_tokens_ ||
                                (max_requests_ && sequences + 1 > max_requests_);
       // The first input of a pass always goes in: the engine sizes its scratch
@@ -204,7 +237,7 @@ Batcher::take_pieces(std::unique_lock<std::mutex> &) {
       }
       pieces.push_back(piece);
     }
-    if (job->next_input < job->inputs.size())
+    if (job->next_input < job->size())
       break; // the pass is full
     it = queue_.erase(it);
   }
@@ -237,18 +270,28 @@ void Batcher::run_pieces(std::vector<Piece> &pieces) {
 
 void Batcher::run_one_pass(JobKind kind, std::vector<Piece> &pieces) {
   std::vector<TokenInput> inputs;
+  std::vector<ImageInput> images;
   for (const Piece &p : pieces) {
     if (p.job->finished)
       continue;
-    for (std::size_t i = 0; i < p.count; ++i)
-      inputs.push_back(p.job->inputs[p.first + i]);
+    if (kind == JobKind::kImageText) { // whole: its images and its texts
+      images = p.job->images;
+      inputs = p.job->inputs;
+      continue;
+    }
+    for (std::size_t i = 0; i < p.count; ++i) {
+      if (carries_images(kind))
+        images.push_back(p.job->images[p.first + i]);
+      else
+        inputs.push_back(p.job->inputs[p.first + i]);
+    }
   }
-  if (inputs.empty())
+  if (inputs.empty() && images.empty())
     return;
   const auto start = Job::Clock::now();
   Matrix rows;
   std::vector<Matrix> hidden;
-  run_engine(engine_, kind, inputs, rows, hidden);
+  run_engine(engine_, kind, inputs, images, rows, hidden);
   const double ms = ms_since(start);
   metrics_.observe_inference(ms / 1000.0);
   std::size_t at = 0;
@@ -256,20 +299,23 @@ void Batcher::run_one_pass(JobKind kind, std::vector<Piece> &pieces) {
     Job &job = *p.job;
     if (job.finished)
       continue;
-    if (kind == JobKind::kHidden || kind == JobKind::kTokens) {
+    if (kind == JobKind::kImageText) {
+      job.rows = std::move(rows);
+    } else if (kind == JobKind::kHidden || kind == JobKind::kTokens ||
+               kind == JobKind::kImageHidden) {
       if (job.hidden.empty())
-        job.hidden.resize(job.inputs.size());
+        job.hidden.resize(job.size());
       for (std::size_t i = 0; i < p.count; ++i)
         job.hidden[p.first + i] = std::move(hidden[at + i]);
     } else {
       if (job.rows.rows == 0)
-        job.rows = Matrix(job.inputs.size(), rows.cols);
+        job.rows = Matrix(job.size(), rows.cols);
       std::copy(rows.row(at), rows.row(at) + p.count * rows.cols,
                 job.rows.row(p.first));
     }
     at += p.count;
     job.inference_ms += ms;
-    if (p.first + p.count == job.inputs.size())
+    if (p.first + p.count == job.size())
       finish(job, "");
   }
 }

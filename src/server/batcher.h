@@ -34,13 +34,23 @@ enum class JobKind {
   kMaxSim, // multi-vector models: inputs[0] is a query, the rest its documents;
            // rows[0] = 0, rows[1 + d] = document d's MaxSim score. A job runs
            // whole, alone in its pass (the engine batches the documents).
+  kImagePooled, // image models: raw pooled image embeddings, one row per image
+  kImageHidden, // image models: the vision tower's last hidden states per image
+  kImageText,   // image-text models: the images' raw embeddings, then the texts'
+                // (rows: images first); whole, alone in its pass
 };
+
+// Whether a job of this kind carries images (Job::images) rather than token inputs.
+constexpr bool carries_images(JobKind k) {
+  return k == JobKind::kImagePooled || k == JobKind::kImageHidden || k == JobKind::kImageText;
+}
 
 struct Job {
   using Clock = std::chrono::steady_clock;
 
   JobKind kind = JobKind::kPooled;
   std::vector<TokenInput> inputs;
+  std::vector<ImageInput> images; // image kinds (preprocessed on the workers)
   std::function<bool()> client_gone; // may be empty
   std::function<void()>
       on_done; // may be empty; runs on the inference thread when finished
@@ -51,6 +61,12 @@ struct Job {
   std::string error;          // why the job failed
   double queue_ms = 0.0;      // queued → first pass started
   double inference_ms = 0.0;  // time of the passes that carried this job
+
+  // The inputs a pass may split the job into: its images (image kinds), else
+  // its token inputs.
+  std::size_t size() const {
+    return carries_images(kind) ? images.size() : inputs.size();
+  }
 
   // Inference-thread state.
   Clock::time_point queued_at;
@@ -90,7 +106,12 @@ private:
   void run_one_pass(JobKind kind, std::vector<Piece> &pieces);
   void finish(Job &job, const std::string &error);
 
+  // Token rows of input i of a job in a pass: its token count, or an image's
+  // patch count.
+  std::size_t cost(const Job &job, std::size_t i) const;
+
   Engine &engine_;
+  std::size_t image_tokens_; // patches per image (0: the model takes none)
   std::size_t max_tokens_;
   std::size_t max_requests_;
   Metrics &metrics_;

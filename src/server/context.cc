@@ -6,8 +6,12 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <future>
 #include <new>
+#include <optional>
+#include <string_view>
 
+#include "core/base64.h"
 #include "server/api_error.h"
 
 namespace il::server {
@@ -140,6 +144,49 @@ std::vector<std::string> require_strings(const json &body, const char *field) {
   return v->get<std::vector<std::string>>();
 }
 
+namespace {
+
+// An {"image": ...} or {"text": ...} item of an image model's request.
+void add_object_item(Inputs &in, const json &item, const std::string &where,
+                     const Context &ctx) {
+  const bool has_image = item.contains("image"), has_text = item.contains("text");
+  if (item.size() != 1 || has_image == has_text)
+    throw validation_error(where + " must be {\"image\": \"...\"} or {\"text\": \"...\"}");
+  const json &v = has_image ? item["image"] : item["text"];
+  if (!v.is_string())
+    throw validation_error(where + (has_image ? ": 'image'" : ": 'text'") + " must be a string");
+  if (has_text) {
+    in.texts.push_back(v.get<std::string>());
+    in.is_image.push_back(false);
+    return;
+  }
+  if (!ctx.engine.info().capabilities.image_input)
+    throw unsupported_error("the loaded model takes no images");
+  in.images.push_back(image_bytes(v.get<std::string>(), where));
+  in.is_image.push_back(true);
+}
+
+} // namespace
+
+std::vector<std::uint8_t> image_bytes(const std::string &ref, const std::string &where) {
+  std::string_view data = ref;
+  if (data.rfind("data:", 0) == 0) {
+    // data:[<media type>][;base64],<data> — only base64 data carries binary.
+    const std::size_t comma = data.find(',');
+    if (comma == std::string_view::npos || data.substr(0, comma).find(";base64") == std::string_view::npos)
+      throw validation_error(where + ": a data: URI must be base64 (data:image/...;base64,...)");
+    data.remove_prefix(comma + 1);
+  } else if (data.rfind("http://", 0) == 0 || data.rfind("https://", 0) == 0 || data.rfind("file:", 0) == 0) {
+    throw validation_error(where + ": this server fetches no URLs; send the image itself as base64 or a data: URI");
+  }
+  const std::optional<std::string> bytes = decode_base64(data);
+  if (!bytes)
+    throw validation_error(where + ": the image is not valid base64 (standard alphabet, padded, no whitespace)");
+  if (bytes->empty())
+    throw validation_error(where + ": the image is empty");
+  return {bytes->begin(), bytes->end()};
+}
+
 Inputs parse_inputs(const json &body, const char *field, const Context &ctx) {
   const json *v = field_of(body, field);
   const std::string name = std::string("'") + field + "'";
@@ -148,6 +195,8 @@ Inputs parse_inputs(const json &body, const char *field, const Context &ctx) {
   Inputs in;
   if (v->is_string()) {
     in.texts.push_back(v->get<std::string>());
+  } else if (v->is_object()) {
+    add_object_item(in, *v, name, ctx);
   } else if (v->is_array()) {
     if (v->empty())
       throw validation_error(name + " is empty");
@@ -163,22 +212,43 @@ Inputs parse_inputs(const json &body, const char *field, const Context &ctx) {
       for (std::size_t i = 0; i < v->size(); ++i)
         in.ids.push_back(
             token_ids((*v)[i], name + " item " + std::to_string(i)));
+    } else if (std::all_of(v->begin(), v->end(), [](const json &x) { return x.is_string() || x.is_object(); })) {
+      in.batch = true;
+      if (v->size() > ctx.options.max_client_batch_size)
+        throw validation_error(name + " holds " + std::to_string(v->size()) + " inputs, more than the " +
+                               std::to_string(ctx.options.max_client_batch_size) +
+                               " allowed (--max-client-batch-size)");
+      for (std::size_t i = 0; i < v->size(); ++i) {
+        const json &item = (*v)[i];
+        if (item.is_string()) {
+          in.texts.push_back(item.get<std::string>());
+          in.is_image.push_back(false);
+        } else {
+          add_object_item(in, item, name + " item " + std::to_string(i), ctx);
+        }
+      }
     } else {
       throw validation_error(
           name +
-          " must be a string, an array of strings, an array of token ids "
-          "or an array of arrays of token ids");
+          " must be a string, an array of strings, an array of token ids, "
+          "an array of arrays of token ids, or (image models) items "
+          "{\"image\": ...} / {\"text\": ...}");
     }
   } else {
     throw validation_error(name + " must be a string or an array");
   }
-  if (in.size() > ctx.options.max_client_batch_size)
-    throw validation_error(name + " holds " + std::to_string(in.size()) +
+  if (in.items() > ctx.options.max_client_batch_size)
+    throw validation_error(name + " holds " + std::to_string(in.items()) +
                            " inputs, more than the " +
                            std::to_string(ctx.options.max_client_batch_size) +
                            " allowed (--max-client-batch-size)");
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const bool empty = in.token_ids ? in.ids[i].empty() : in.texts[i].empty();
+  if (in.images.empty())
+    in.is_image.clear();  // all texts: the plain form
+  for (std::size_t i = 0, t = 0; i < in.items(); ++i) {
+    if (!in.is_image.empty() && in.is_image[i])
+      continue;
+    const bool empty = in.token_ids ? in.ids[t].empty() : in.texts[t].empty();
+    ++t;
     if (empty)
       throw validation_error(name + " item " + std::to_string(i) + " is empty");
   }
@@ -352,7 +422,7 @@ void require_embedding_model(const Context &ctx) {
         "the loaded model is a multi-vector (ColBERT) model: it gives one "
         "vector per token, not one embedding per input; use /embed_all "
         "(token vectors) or /rerank, /v1/rerank (MaxSim scores)");
-  if (!c.embed)
+  if (!c.embed && !c.image_input)
     throw unsupported_error("the loaded model does not produce embeddings (it "
                             "is a cross-encoder / reranker): use /rerank or "
                             "/predict");
@@ -362,6 +432,40 @@ void require_cross_encoder(const Context &ctx) {
   if (!ctx.engine.info().capabilities.score)
     throw unsupported_error("the loaded model is an embedding model, not a "
                             "cross-encoder or reranker: use /embed");
+}
+
+std::vector<ImageInput> to_image_inputs(Context &ctx, const Inputs &inputs,
+                                        const char *field, Timings &timings) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<ImageInput> out(inputs.images.size());
+  std::vector<std::string> failures(inputs.images.size());
+  std::vector<std::future<void>> done;
+  done.reserve(inputs.images.size());
+  // Each image on its own worker; the workers never wait on anything, so this
+  // thread (a tokenization worker) waiting on them cannot deadlock.
+  for (std::size_t i = 0; i < inputs.images.size(); ++i)
+    done.push_back(ctx.image_workers.submit([&, i] {
+      try {
+        out[i] = ctx.engine.load_image(inputs.images[i], "image");
+      } catch (const std::bad_alloc &) {
+        throw;
+      } catch (const std::exception &e) {
+        failures[i] = e.what();
+      }
+    }));
+  for (std::future<void> &f : done)
+    f.get();  // rethrows bad_alloc: a 503
+  timings.tokenization_ms += ms_between(start, std::chrono::steady_clock::now());
+  // The request's position of image i, for the error.
+  std::size_t image = 0;
+  for (std::size_t item = 0; item < inputs.is_image.size(); ++item) {
+    if (!inputs.is_image[item])
+      continue;
+    if (!failures[image].empty())
+      throw validation_error(std::string("'") + field + "' item " + std::to_string(item) + ": " + failures[image]);
+    ++image;
+  }
+  return out;
 }
 
 } // namespace il::server

@@ -24,6 +24,7 @@ struct Context {
   Engine& engine;
   Metrics& metrics;
   WorkerPool& tokenizers;
+  WorkerPool& image_workers;  // decode + preprocess images in parallel (never on the inference thread)
   Batcher& batcher;
   std::string model_name;  // --served-model-name, or the folder's name
 };
@@ -47,15 +48,24 @@ std::string require_string(const nlohmann::json& body, const char* field);
 std::vector<std::string> require_strings(const nlohmann::json& body, const char* field);
 
 // `inputs` / `input` of the embedding routes: a text, a batch of texts, one token-id sequence,
-// or a batch of token-id sequences.
+// or a batch of token-id sequences; on an image model also items {"image": "<data: URI or
+// base64>"} and {"text": "..."} (alone or in an array, mixed with plain texts).
 struct Inputs {
   bool batch = false;       // the client sent an array of inputs (the answer is shaped alike)
   bool token_ids = false;
   std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> ids;
-  std::size_t size() const { return token_ids ? ids.size() : texts.size(); }
+  // Image items: their encoded bytes, and for every item of the request in order whether it is
+  // an image (empty when none is).
+  std::vector<std::vector<std::uint8_t>> images;
+  std::vector<bool> is_image;
+  std::size_t size() const { return token_ids ? ids.size() : texts.size(); }  // text items
+  std::size_t items() const { return size() + images.size(); }
 };
 Inputs parse_inputs(const nlohmann::json& body, const char* field, const Context& ctx);
+// The encoded bytes of an image sent as a data: URI (base64) or bare base64; URLs are refused
+// (this server fetches nothing). 422 naming `where` otherwise.
+std::vector<std::uint8_t> image_bytes(const std::string& ref, const std::string& where);
 
 // truncate (default --auto-truncate), truncation_direction ("right"/"left", any case),
 // prompt_name (a prompt of config_sentence_transformers.json put before every text).
@@ -72,6 +82,10 @@ std::vector<TokenInput> to_token_inputs(Context& ctx, const Inputs& inputs, cons
 std::vector<TokenInput> tokenize_pairs(Context& ctx, const std::string& query,
                                        const std::vector<std::string>& texts, const TokenizeOptions& options,
                                        Timings& timings);
+
+// Decodes and preprocesses the images on the image workers, in parallel (Engine::load_image);
+// a 422 naming the first item that fails ("<field> item <i>: ...", i its place in the request).
+std::vector<ImageInput> to_image_inputs(Context& ctx, const Inputs& inputs, const char* field, Timings& timings);
 
 void set_timing_headers(HttpResponse& res, const Timings& timings, const std::string& device);
 

@@ -27,6 +27,7 @@ struct ModelCall {
   int failure_status = 500;
   std::string failure_type = "Backend";
   std::string failure_prefix;
+  std::vector<ImageInput> images;  // image kinds (preprocessed on the image workers)
 };
 
 using Handler = std::function<std::optional<ModelCall>(const HttpRequest&, HttpResponse&, Timings&)>;
@@ -40,7 +41,7 @@ class Router {
   virtual void add(Method method, const std::string& path, bool compute, Handler handler) = 0;
 };
 
-void add_embed_routes(Router& router, Context& ctx);     // /embed /embed_all /similarity
+void add_embed_routes(Router& router, Context& ctx);     // /embed /embed_all /similarity /image_text_scores
 void add_openai_routes(Router& router, Context& ctx);    // /v1/embeddings
 void add_rerank_routes(Router& router, Context& ctx);    // /rerank /predict /v1/rerank
 void add_token_routes(Router& router, Context& ctx);     // /tokenize /decode
@@ -51,6 +52,12 @@ void add_info_routes(Router& router, Context& ctx);      // /info /health /metri
 std::vector<float> finish_embedding(const float* raw, std::size_t width, std::size_t dims, bool normalize);
 // `dimensions` of a request: 0 when absent; 422 when 0 or wider than the model's output.
 std::size_t requested_dimensions(const nlohmann::json& body, const Context& ctx);
+
+// The pooled call of /embed and /v1/embeddings: texts (or token ids) alone as a kPooled job;
+// with images, the images decoded on the image workers and a kImagePooled (images alone) or
+// kImageText (mixed) job. `answer` sees job.rows in the request's item order either way.
+ModelCall pooled_call(Context& ctx, const Inputs& inputs, const char* field, const TextOptions& options,
+                      Timings& timings, std::function<void(Job&, HttpResponse&, Timings&)> answer);
 
 inline void reply_json(HttpResponse& res, std::string body) { res.json(std::move(body)); }
 

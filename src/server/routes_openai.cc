@@ -49,8 +49,8 @@ std::optional<ModelCall> embeddings(Context &ctx, const HttpRequest &req,
   const std::size_t dims = requested_dimensions(body, ctx);
   const TextOptions options = text_options(body, ctx, false);
   const std::string model_name = ctx.model_name;
-  return ModelCall{
-      JobKind::kPooled, to_token_inputs(ctx, inputs, options, t),
+  return pooled_call(
+      ctx, inputs, "input", options, t,
       [dims, format, model_name](Job &job, HttpResponse &res, Timings &t) {
         check_finite_rows(job.rows);
         std::string out = "{\"object\":\"list\",\"data\":[";
@@ -74,7 +74,7 @@ std::optional<ModelCall> embeddings(Context &ctx, const HttpRequest &req,
                ",\"usage\":{\"prompt_tokens\":" + std::to_string(t.tokens) +
                ",\"total_tokens\":" + std::to_string(t.tokens) + "}}";
         reply_json(res, std::move(out));
-      }};
+      });
 }
 
 } // namespace

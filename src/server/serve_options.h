@@ -30,6 +30,7 @@ struct ServeOptions {
   std::string dtype = "auto";                // f32, f16, bf16 or auto (see EngineOptions)
   std::size_t threads = 0;                   // compute threads, 0 = one per hardware thread
   std::size_t tokenization_workers = 0;      // 0 = a quarter of the hardware threads, 2 to 8
+  std::size_t image_workers = 0;             // image decoding threads, 0 = one per hardware thread
   std::string served_model_name;             // default: the folder name
 };
 

@@ -33,6 +33,14 @@ std::size_t default_tokenizers(std::size_t n) {
   return std::clamp<std::size_t>(hw / 4, 2, 8);
 }
 
+// Decoding and resizing an image is CPU work of milliseconds that parallelises perfectly: by
+// default one thread per hardware thread (a model without images gets one idle thread).
+std::size_t default_image_workers(std::size_t n, const Engine &engine) {
+  if (!engine.info().capabilities.image_input) return 1;
+  if (n) return n;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 // A body this small is parsed and tokenized on the event loop itself (tens of microseconds):
 // handing it to a worker would cost a queue and a wake-up on the path between two passes.
 constexpr std::size_t kInlineBodyBytes = 1024;
@@ -80,8 +88,9 @@ struct Server::Impl final : HttpApp {
   Impl(const ServeOptions &o, std::unique_ptr<Engine> e)
       : options(o), engine(std::move(e)), http(http_options(o), *this),
         tokenizers(default_tokenizers(o.tokenization_workers)),
+        image_workers(default_image_workers(o.image_workers, *engine)),
         batcher(*engine, o.max_batch_tokens, o.max_batch_requests, metrics),
-        ctx{o, *engine, metrics, tokenizers, batcher, default_model_name(o)} {
+        ctx{o, *engine, metrics, tokenizers, image_workers, batcher, default_model_name(o)} {
     metrics.set_http_counters(&http.counters());
     add_embed_routes(routes, ctx);
     add_openai_routes(routes, ctx);
@@ -146,6 +155,7 @@ struct Server::Impl final : HttpApp {
     auto job = std::make_shared<Job>();
     job->kind = call->kind;
     job->inputs = std::move(call->inputs);
+    job->images = std::move(call->images);
     job->client_gone = [responder = ex->responder] {
       return responder.client_gone();
     };
@@ -226,6 +236,7 @@ struct Server::Impl final : HttpApp {
   RouteTable routes;
   HttpServer http;
   WorkerPool tokenizers;
+  WorkerPool image_workers;
   Batcher batcher;
   Context ctx;
   std::atomic<std::size_t> in_flight{0};

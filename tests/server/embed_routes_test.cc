@@ -246,6 +246,19 @@ TEST_F(EmbedRoutes, CrossEncoderRoutesAnswer424) {
   expect_error(post(c, "/predict", {{"inputs", "a"}}), 424, "Backend");
 }
 
+TEST_F(EmbedRoutes, ImagesOnATextModelAnswer424AndTextItemsEmbed) {
+  auto c = server_->client();
+  const json image = {{"image", "data:image/png;base64,iVBORw0KGgo="}};
+  expect_error(post(c, "/embed", {{"inputs", json::array({image})}}), 424, "Backend");
+  expect_error(post(c, "/v1/embeddings", {{"input", image}}), 424, "Backend");
+  expect_error(post(c, "/image_text_scores", {{"images", {"iVBORw0KGgo="}}, {"texts", {"a"}}}), 424, "Backend");
+  // {"text": ...} items are texts on any model, mixed with plain strings.
+  const json items = json::array({json{{"text", kTexts[0]}}, kTexts[1]});
+  expect_same(rows(body_of(post(c, "/embed", {{"inputs", items}}))), cli_embeddings("bert-mean", {kTexts[0], kTexts[1]}));
+  expect_error(post(c, "/embed", {{"inputs", json::array({json{{"text", "a"}, {"image", "b"}}})}}), 422, "Validation");
+  expect_error(post(c, "/embed", {{"inputs", json::array({json{{"text", 3}}})}}), 422, "Validation");
+}
+
 TEST_F(EmbedRoutes, ConcurrentMixedRequestsAllEqualTheCli) {
   // Many clients at once: the inference thread packs their inputs into shared passes, and each
   // answer must still be exactly its own.
