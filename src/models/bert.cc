@@ -8,6 +8,7 @@
 #include "models/embedding_head.h"
 #include "models/folder.h"
 #include "models/layers.h"
+#include "models/classifier_labels.h"
 
 namespace il::models {
 namespace {
@@ -218,10 +219,7 @@ BuiltModel describe(const BertConfig& cfg) {
   m.capabilities.hidden_states = true;
   if (cfg.is_cross_encoder) {
     m.capabilities.score = true;
-    for (int l = 0; l < cfg.num_labels; ++l) {
-      const auto name = cfg.id2label.find(l);
-      m.labels.push_back(name != cfg.id2label.end() ? name->second : "LABEL_" + std::to_string(l));
-    }
+    m.labels = label_names({cfg.num_labels, cfg.id2label});
   } else {
     m.capabilities.embed = true;
   }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/hf_config.h"
 #include "io/json_util.h"
+#include "models/classifier_labels.h"
 
 namespace il::models {
 
@@ -37,43 +38,6 @@ std::vector<std::string> read_architectures(const json& j, const std::string& sr
     out.push_back(a.get<std::string>());
   }
   return out;
-}
-
-// id2label: {"0": "negative", "1": "positive"}. Keys are output indices written in decimal
-// (JSON keys are strings); a key that is not one, a repeated index ("1" and "01") or a name that
-// is not a string is refused, since the labels a classifier reports would otherwise be wrong.
-std::map<int, std::string> read_id2label(const json& j, const std::string& src) {
-  std::map<int, std::string> out;
-  auto it = j.find("id2label");
-  if (it == j.end() || it->is_null()) return out;
-  check(it->is_object(), src, ": field \"id2label\" must be an object, got ", detail::describe(*it));
-  for (const auto& [key, value] : it->items()) {
-    long long index = -1;
-    const auto r = std::from_chars(key.data(), key.data() + key.size(), index);
-    const bool decimal = !key.empty() && key.front() != '-' && r.ec == std::errc() && r.ptr == key.data() + key.size();
-    if (!decimal || index >= kMaxDim)
-      throw make_error(src, ": field \"id2label\" key ", detail::describe(json(key)),
-                       " is not a label index (a non-negative integer)");
-    check(value.is_string(), src, ": field \"id2label\" name of label ", index, " must be a string, got ",
-          detail::describe(value));
-    check(out.emplace(static_cast<int>(index), value.get<std::string>()).second, src,
-          ": field \"id2label\" names label ", index, " twice");
-  }
-  return out;
-}
-
-int read_num_labels(const json& j, const std::string& src) {
-  if (auto n = detail::opt_int(j, "num_labels", src)) {
-    check(*n >= 1 && *n <= kMaxDim, src, ": field \"num_labels\" = ", *n, " must be at least 1");
-    return static_cast<int>(*n);
-  }
-  auto it = j.find("id2label");
-  if (it != j.end() && !it->is_null()) {
-    check(it->is_object(), src, ": field \"id2label\" must be an object, got ", detail::describe(*it));
-    check(!it->empty(), src, ": field \"id2label\" is empty");
-    return static_cast<int>(it->size());
-  }
-  return 1;
 }
 
 }  // namespace
@@ -128,13 +92,14 @@ BertConfig parse_bert_config(const json& j, const std::string& source_name) {
     }
 
     c.is_cross_encoder = !c.architectures.empty() && ends_with(c.architectures[0], "ForSequenceClassification");
-    c.num_labels = read_num_labels(j, src);
     // Only a classifier reports labels; an embedding model's leftover id2label is not its concern.
-    if (c.is_cross_encoder) c.id2label = read_id2label(j, src);
-    if (!c.id2label.empty())
-      check(c.id2label.rbegin()->first < c.num_labels, src, ": field \"id2label\" names label ",
-            c.id2label.rbegin()->first, " but the model has ", c.num_labels,
-            " label(s) (num_labels, else the number of id2label entries)");
+    if (c.is_cross_encoder) {
+      ClassifierLabels labels = read_classifier_labels(j, src);
+      c.num_labels = labels.num_labels;
+      c.id2label = std::move(labels.id2label);
+    } else {
+      c.num_labels = read_num_labels(j, src);
+    }
     c.random_weights = detail::opt_bool(j, "inferencelayer_random_weights", src).value_or(false);
     return c;
   } catch (const json::exception& e) {  // defensive: accessors check types, so this is not expected

@@ -13,6 +13,7 @@
 #include "models/folder.h"
 #include "models/layers.h"
 #include "ops/disentangled_attention.h"
+#include "models/classifier_labels.h"
 
 namespace il::models {
 namespace {
@@ -218,10 +219,7 @@ BuiltModel describe(const DebertaConfig& c) {
   m.capabilities.hidden_states = true;
   if (c.is_cross_encoder) {
     m.capabilities.score = true;
-    for (int i = 0; i < c.num_labels; ++i) {
-      const auto it = c.id2label.find(i);
-      m.labels.push_back(it != c.id2label.end() ? it->second : "LABEL_" + std::to_string(i));
-    }
+    m.labels = label_names({c.num_labels, c.id2label});
   } else {
     m.capabilities.embed = true;
   }

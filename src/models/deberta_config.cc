@@ -1,6 +1,5 @@
 #include "models/deberta_config.h"
 
-#include <charconv>
 #include <climits>
 #include <limits>
 
@@ -9,6 +8,7 @@
 #include "core/error.h"
 #include "io/hf_config.h"
 #include "io/json_util.h"
+#include "models/classifier_labels.h"
 
 namespace il::models {
 namespace {
@@ -60,25 +60,6 @@ Activation activation_field(const json& j, const char* key, const std::string& s
   } catch (const Error& e) {
     throw make_error(src, ": field \"", key, "\": ", e.what());
   }
-}
-
-std::map<int, std::string> read_id2label(const json& j, const std::string& src) {
-  std::map<int, std::string> out;
-  const auto it = j.find("id2label");
-  if (it == j.end() || it->is_null()) return out;
-  check(it->is_object(), src, ": field \"id2label\" must be an object, got ", d::describe(*it));
-  for (const auto& [key, value] : it->items()) {
-    long long index = -1;
-    const auto r = std::from_chars(key.data(), key.data() + key.size(), index);
-    const bool decimal = !key.empty() && key.front() != '-' && r.ec == std::errc() && r.ptr == key.data() + key.size();
-    check(decimal && index < kMaxDim, src, ": field \"id2label\" key ", d::describe(json(key)),
-          " is not a label index (a non-negative integer)");
-    check(value.is_string(), src, ": field \"id2label\" name of label ", index, " must be a string, got ",
-          d::describe(value));
-    check(out.emplace(static_cast<int>(index), value.get<std::string>()).second, src, ": field \"id2label\" names label ",
-          index, " twice");
-  }
-  return out;
 }
 
 }  // namespace
@@ -166,16 +147,9 @@ DebertaConfig parse_deberta_config(const json& j, const std::string& src) {
     if (const auto ph = d::opt_int(j, "pooler_hidden_size", src))
       check(*ph == c.hidden, src, ": field \"pooler_hidden_size\" = ", *ph,
             " is not supported (the pooler reads hidden states of hidden_size = ", c.hidden, ")");
-    if (const auto n = d::opt_int(j, "num_labels", src)) {
-      check(*n >= 1 && *n <= kMaxDim, src, ": field \"num_labels\" = ", *n, " must be at least 1");
-      c.num_labels = static_cast<int>(*n);
-    } else if (const auto it = j.find("id2label"); it != j.end() && it->is_object() && !it->empty()) {
-      c.num_labels = static_cast<int>(it->size());
-    }
-    c.id2label = read_id2label(j, src);
-    if (!c.id2label.empty())
-      check(c.id2label.rbegin()->first < c.num_labels, src, ": field \"id2label\" names label ",
-            c.id2label.rbegin()->first, " but the model has ", c.num_labels, " label(s)");
+    ClassifierLabels labels = read_classifier_labels(j, src);
+    c.num_labels = labels.num_labels;
+    c.id2label = std::move(labels.id2label);
   }
   c.random_weights = d::opt_bool(j, "inferencelayer_random_weights", src).value_or(false);
   return c;

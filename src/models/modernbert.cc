@@ -10,6 +10,7 @@
 #include "models/embedding_head.h"
 #include "models/folder.h"
 #include "models/layers.h"
+#include "models/classifier_labels.h"
 
 namespace il::models {
 namespace {
@@ -148,10 +149,7 @@ BuiltModel describe(const ModernBertConfig& c) {
   m.capabilities.hidden_states = true;
   if (c.is_classifier) {
     m.capabilities.score = true;
-    for (int i = 0; i < c.num_labels; ++i) {
-      const auto name = c.id2label.find(i);
-      m.labels.push_back(name != c.id2label.end() ? name->second : "LABEL_" + std::to_string(i));
-    }
+    m.labels = label_names({c.num_labels, c.id2label});
   } else {
     m.capabilities.embed = true;
   }

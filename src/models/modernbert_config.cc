@@ -1,6 +1,5 @@
 #include "models/modernbert_config.h"
 
-#include <charconv>
 #include <climits>
 #include <limits>
 
@@ -9,6 +8,7 @@
 #include "core/error.h"
 #include "io/hf_config.h"
 #include "io/json_util.h"
+#include "models/classifier_labels.h"
 
 namespace il::models {
 namespace {
@@ -42,25 +42,6 @@ float read_layer_theta(const json& rope, const char* kind, const std::string& sr
       check(*type == "default", src, ": field \"rope_parameters\".", kind, ".", type_key, " = \"", *type,
             "\" is not supported (supported: default)");
   return positive_float(*it, "rope_theta", where, fallback);
-}
-
-std::map<int, std::string> read_id2label(const json& j, const std::string& src) {
-  std::map<int, std::string> out;
-  const auto it = j.find("id2label");
-  if (it == j.end() || it->is_null()) return out;
-  check(it->is_object(), src, ": field \"id2label\" must be an object, got ", d::describe(*it));
-  for (const auto& [key, value] : it->items()) {
-    long long index = -1;
-    const auto r = std::from_chars(key.data(), key.data() + key.size(), index);
-    const bool decimal = !key.empty() && key.front() != '-' && r.ec == std::errc() && r.ptr == key.data() + key.size();
-    check(decimal && index < kMaxDim, src, ": field \"id2label\" key ", d::describe(json(key)),
-          " is not a label index (a non-negative integer)");
-    check(value.is_string(), src, ": field \"id2label\" name of label ", index, " must be a string, got ",
-          d::describe(value));
-    check(out.emplace(static_cast<int>(index), value.get<std::string>()).second, src, ": field \"id2label\" names label ",
-          index, " twice");
-  }
-  return out;
 }
 
 }  // namespace
@@ -152,13 +133,9 @@ ModernBertConfig parse_modernbert_config(const json& j, const std::string& src) 
   c.classifier_pooling = pooling == "mean" ? PoolingMode::kMean : PoolingMode::kCls;
   c.classifier_act = io::parse_activation(d::opt_string(j, "classifier_activation", src).value_or("gelu"), src);
   c.classifier_bias = opt_bool(j, "classifier_bias", src, false);
-  c.id2label = read_id2label(j, src);
-  if (const auto n = d::opt_int(j, "num_labels", src)) {
-    check(*n >= 1 && *n <= kMaxDim, src, ": field \"num_labels\" = ", *n, " must be at least 1");
-    c.num_labels = static_cast<int>(*n);
-  } else if (!c.id2label.empty()) {
-    c.num_labels = static_cast<int>(c.id2label.size());
-  }
+  ClassifierLabels labels = read_classifier_labels(j, src);
+  c.num_labels = labels.num_labels;
+  c.id2label = std::move(labels.id2label);
   return c;
 }
 
