@@ -14,8 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-// Far above any model's input (SigLIP so400m: 384, NaFlex-free towers stay below 1024), low
-// enough that a hostile file cannot ask for an enormous allocation.
+// Far above any fixed-resolution tower's input (SigLIP so400m: 384), low enough that a hostile
+// file cannot ask for an enormous allocation.
 constexpr long long kMaxSide = 8192;
 
 std::string shown(const json& v) { return io::describe_json(v); }
@@ -84,7 +84,7 @@ std::optional<TypeDefaults> defaults_for(std::string_view type) {
 const std::set<std::string, std::less<>> kInert = {
     "image_processor_type", "feature_extractor_type", "processor_class", "use_fast", "do_convert_rgb",
     "data_format", "input_data_format", "return_tensors", "device", "disable_grouping",
-    "default_to_square", "image_seq_length", "model_input_names"};
+    "image_seq_length", "model_input_names"};
 
 // Fields we read.
 const std::set<std::string, std::less<>> kUsed = {

@@ -162,6 +162,9 @@ TEST(ImagePreprocessConfig, ErrorsNameTheFileAndTheField) {
   j["size"]["height"] = -3;
   EXPECT_NE(error_of(j).find("size.height must be an integer"), std::string::npos) << error_of(j);
   j = siglip_json();
+  j["default_to_square"] = true;  // changes what an int size means: not silently accepted
+  EXPECT_NE(error_of(j).find("field \"default_to_square\""), std::string::npos) << error_of(j);
+  j = siglip_json();
   j["resample"] = 9;
   EXPECT_NE(error_of(j).find("resample"), std::string::npos) << error_of(j);
   j = siglip_json();
