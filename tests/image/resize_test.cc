@@ -96,6 +96,30 @@ TEST(ImageResize, FilterCodesArePils) {
   EXPECT_FALSE(filter_from_pil_code(-1).has_value());
 }
 
+// Normalised weights keep a flat colour flat, down or up, for every filter, from a single pixel
+// too (each output then has one tap).
+TEST(ImageResize, FlatImagesStayFlat) {
+  for (auto [w, h] : {std::pair<std::size_t, std::size_t>{37, 23}, {1, 1}, {1, 9}}) {
+    RgbImage flat{w, h, {}};
+    for (std::size_t i = 0; i < w * h; ++i) flat.pixels.insert(flat.pixels.end(), {13, 200, 255});
+    for (auto [ow, oh] : {std::pair<std::size_t, std::size_t>{5, 3}, {224, 224}, {1, 40}}) {
+      for (long long code = 0; code <= 5; ++code) {
+        const ResampleFilter f = *filter_from_pil_code(code);
+        std::vector<RgbImage> outs{resize_pillow(flat, ow, oh, f)};
+        if (f == ResampleFilter::bilinear || f == ResampleFilter::bicubic) outs.push_back(resize_torch_uint8(flat, ow, oh, f));
+        for (const RgbImage& out : outs) {
+          ASSERT_EQ(out.pixels.size(), ow * oh * 3);
+          for (std::size_t i = 0; i < out.pixels.size(); i += 3) {
+            ASSERT_EQ(out.pixels[i], 13) << filter_name(f) << " " << w << "x" << h << " -> " << ow << "x" << oh;
+            ASSERT_EQ(out.pixels[i + 1], 200);
+            ASSERT_EQ(out.pixels[i + 2], 255);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ImageResize, SameSizeIsUnchanged) {
   const RgbImage src = synthetic(9, 7);
   EXPECT_EQ(resize_pillow(src, 9, 7, ResampleFilter::lanczos).pixels, src.pixels);
