@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev
   libboost1.81-dev zlib1g-dev
   libcpp-httplib-dev libgtest-dev
+  libpng-dev
   clang clang-14 libclang-rt-14-dev
 )
 missing=()
