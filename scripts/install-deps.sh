@@ -12,6 +12,7 @@ packages=(
   libboost1.81-dev zlib1g-dev
   libcpp-httplib-dev libgtest-dev
   clang clang-14 libclang-rt-14-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev
 )
 missing=()
 for p in "${packages[@]}"; do
