@@ -21,6 +21,7 @@
 #include <csetjmp>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "image/decode_formats.h"
@@ -54,6 +55,20 @@ void on_message(j_common_ptr cinfo, int level) {
 
 // Runs `call` (libjpeg calls only, trivially destructible captures) with the jump target set.
 // Returns false when libjpeg reported an error (the message is in err.message).
+// A progressive file may hold any number of scans, each a pass over the whole coefficient
+// buffer: a small hostile file could keep a decoder busy for minutes. Real encoders write about
+// ten; libjpeg-turbo's own fuzzers and TurboJPEG's scan limit stop at 500. Pillow has no limit,
+// so a file past it is the one place this decoder refuses what PIL decodes.
+constexpr int kMaxScans = 500;
+
+void on_progress(j_common_ptr cinfo) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (!cinfo->is_decompressor || d->input_scan_number <= kMaxScans) return;
+  auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
+  std::snprintf(err->message, sizeof err->message, "more than %d progressive scans", kMaxScans);
+  std::longjmp(err->jump, 1);  // inside a guarded libjpeg call, like on_error
+}
+
 template <typename Call>
 [[gnu::noinline]] bool guarded(JpegErrorManager& err, Call&& call) {
   if (setjmp(err.jump) != 0) return false;
@@ -89,6 +104,9 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, std::string_view n
     return make_error("image ", name, ": ", what, " JPEG: ", msg);
   };
   jpeg_create_decompress(&cinfo);  // cannot fail past the struct size check, which is static here
+  jpeg_progress_mgr progress{};
+  progress.progress_monitor = on_progress;
+  cinfo.progress = &progress;
 
   j_decompress_ptr c = &cinfo;
   const std::uint8_t* data = bytes.data();
@@ -118,25 +136,32 @@ DecodedImage decode_jpeg(std::span<const std::uint8_t> bytes, std::string_view n
     throw;
   }
 
-  // The metadata PIL reads: the first APP1 starting "Exif\0", the first XMP packet. Pillow reads
-  // the EXIF already while opening, to find the dots per inch, unless a JFIF segment with
-  // unit 1 came before it; an EXIF block that is not TIFF is then ignored there (its
-  // SyntaxError is caught and the empty result cached), and refused by exif_transpose otherwise.
-  std::span<const std::uint8_t> exif;
+  // The metadata as Pillow 12's JpegImagePlugin collects it: every APP1 starting "Exif\0\0"
+  // joined into one block (the first whole, the others after their prefix), the last XMP
+  // packet. When no JFIF segment gives the density (unit 1 or 2), Pillow reads the EXIF at open
+  // for the dpi, catching the error of a block that is not TIFF and caching the empty result, so
+  // such a block then means no orientation at all (not even XMP's); otherwise exif_transpose
+  // meets the block and raises.
+  std::vector<std::uint8_t> exif;
   bool has_exif = false;
   bool dpi_known = false;
   std::string_view xmp;
   static constexpr char xmp_prefix[] = "http://ns.adobe.com/xap/1.0/";
   for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next) {
     if (m->marker == JPEG_APP0) {
-      if (starts_with(m, "JFIF", 4) && m->data_length >= 12 && m->data[7] == 1) dpi_known = true;
-    } else if (!has_exif && starts_with(m, "Exif\0", 5)) {
-      exif = {m->data, m->data_length};
+      if (starts_with(m, "JFIF", 4) && m->data_length >= 12 && (m->data[7] == 1 || m->data[7] == 2)) {
+        dpi_known = true;
+      }
+    } else if (starts_with(m, "Exif\0\0", 6)) {
+      exif.insert(exif.end(), m->data + (has_exif ? 6 : 0), m->data + m->data_length);
       has_exif = true;
-      if (!dpi_known && !exif_is_tiff(exif)) exif = {};  // read as "no EXIF" while opening
-    } else if (xmp.empty() && starts_with(m, xmp_prefix, sizeof(xmp_prefix))) {
+    } else if (starts_with(m, xmp_prefix, sizeof(xmp_prefix))) {
       xmp = {reinterpret_cast<const char*>(m->data) + sizeof(xmp_prefix), m->data_length - sizeof(xmp_prefix)};
     }
+  }
+  if (has_exif && !dpi_known && !exif_is_tiff(exif)) {
+    exif.clear();
+    xmp = {};
   }
   DecodedImage out;
   try {

@@ -87,7 +87,8 @@ std::int64_t first_value(const TiffReader& r, std::uint32_t type, std::uint64_t 
 bool exif_is_tiff(std::span<const std::uint8_t> exif) {
   const auto d = strip_exif_prefix(exif);
   if (d.empty()) return true;  // Pillow treats an empty block as no EXIF at all
-  if (d.size() < 4) return false;
+  // Pillow's TIFF header: a byte-order mark and the IFD0 offset (a shorter one is a struct.error)
+  if (d.size() < 8) return false;
   return (d[0] == 'I' && d[1] == 'I' && d[2] == 0x2A && d[3] == 0) ||
          (d[0] == 'M' && d[1] == 'M' && d[2] == 0 && d[3] == 0x2A);
 }

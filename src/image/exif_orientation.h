@@ -17,8 +17,8 @@ namespace il::image::detail {
 // Throws nothing: a block that is not TIFF is the caller's to judge (see exif_is_tiff).
 std::optional<std::int64_t> exif_orientation(std::span<const std::uint8_t> exif);
 
-// Whether the block (after an optional "Exif\0\0") starts with a TIFF byte-order header; Pillow
-// raises on one that does not, so load_image fails on such a file.
+// Whether the block (after an optional "Exif\0\0") is empty or starts with an 8-byte TIFF header
+// (byte order, 42, IFD0 offset); Pillow raises on any other, so load_image fails on such a file.
 bool exif_is_tiff(std::span<const std::uint8_t> exif);
 
 // The orientation of an XMP packet: the first `tiff:Orientation="D` or `tiff:Orientation>D`

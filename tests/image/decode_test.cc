@@ -1,9 +1,11 @@
 // decode_image against PIL: every committed fixture image decodes to exactly the RGB bytes that
 // transformers' load_image gives (Image.open, ImageOps.exif_transpose, convert("RGB")), recorded
-// as width, height and SHA-256 in tests/fixtures/images/expected.json; an image PIL refuses is
-// refused. No tolerance, JPEG included: libjpeg-turbo's ISLOW IDCT and fancy upsampling are the
-// same integer arithmetic in every version and SIMD path, and the expectations were checked
-// against the GPU machine's Pillow (see tools/images/make_decode_fixtures.py --check).
+// as width, height and SHA-256 in tests/fixtures/images/expected.json by the GPU machine's Pillow
+// 12.3.0 through transformers 5.17.0; an image PIL refuses is refused. No tolerance, JPEG
+// included: Pillow's wheel there bundles libjpeg-turbo 3.1.4 and libwebp 1.6.0, Debian here has
+// 2.1.5 and 1.2.4, and every JPEG (baseline 4:2:0, 4:2:2, 4:4:4, gray, CMYK, YCCK, progressive)
+// and lossy WebP came out bit-identical: the ISLOW IDCT, fancy upsampling and VP8 decoding are
+// exact integer arithmetic in both. Regenerate with tools/images/make_decode_fixtures.py.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +143,32 @@ TEST(DecodeImage, TruncationsAndCorruptionsAreErrorsOrImages) {
   }
   EXPECT_GT(refused, 0);
   EXPECT_GT(decoded, 0);
+}
+
+}  // namespace
+}  // namespace il::image
+
+namespace il::image {
+namespace {
+
+// A progressive JPEG whose last scan is repeated: 100 repeats decode (libjpeg only warns of the
+// odd progression, as Pillow lets it), 600 pass the 500-scan limit and are refused.
+TEST(DecodeImage, ProgressiveScanLimit) {
+  const auto jpeg = read_bytes(fixtures() / "jpeg_progressive.jpg");
+  std::size_t last_sos = 0;
+  for (std::size_t i = 0; i + 1 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA) last_sos = i;
+  }
+  ASSERT_GT(last_sos, 0u);
+  auto repeated = [&](int times) {
+    std::vector<std::uint8_t> out(jpeg.begin(), jpeg.end() - 2);  // without EOI
+    for (int t = 0; t < times; ++t) out.insert(out.end(), jpeg.begin() + last_sos, jpeg.end() - 2);
+    out.insert(out.end(), {0xFF, 0xD9});
+    return out;
+  };
+  EXPECT_EQ(error_of(repeated(100), kLimits), "");
+  const std::string e = error_of(repeated(600), kLimits);
+  EXPECT_NE(e.find("more than 500 progressive scans"), std::string::npos) << e;
 }
 
 }  // namespace

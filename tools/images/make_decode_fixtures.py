@@ -11,8 +11,10 @@ convert("RGB")): width, height and the SHA-256 of the RGB bytes, or the error PI
 
 The committed expected.json is the GPU machine's (--check --out): Pillow 12.3.0 with
 transformers 5.17.0's load_image, libjpeg-turbo 3.1.4.1, libwebp 1.6.0. Debian 12's Pillow 9.4
-differs on three images (it reads no XMP orientation from JPEG or WebP, and gives a grey ramp for
-palette indices past PLTE where 12.3 gives black); regenerate with --check, not --out alone.
+differs on eight images (it reads no XMP orientation from JPEG or WebP, keeps only the first
+JPEG EXIF segment, takes no dpi from a JFIF density in dots per cm, refuses a JPEG whose EXIF is
+a TIFF header cut short, and gives a grey ramp for palette indices past PLTE where 12.3 gives
+black): after --out, rerun --check on the GPU machine and commit its expected.json.
 Only PIL is needed (no numpy). Formats PIL cannot write (16-bit PNG, 2/4-bit gray, interlaced,
 out-of-range palette indices, eXIf after IDAT, hand-made TIFF tags) are written by the small
 PNG/TIFF writers below; the YCCK and marker-less CMYK JPEGs by make_ycck_jpeg.cc (run it first).
@@ -193,6 +195,7 @@ def make_images():
         chunk(b"zTXt", b"Raw profile type exif\x00\x00" + zlib.compress(raw_profile(exif_for(6))))])
     files["png_text_raw_profile_3.png"] = png_bytes(17, 9, 2, 8, g, extra_before=[
         chunk(b"tEXt", b"Raw profile type exif\x00" + raw_profile(exif_for(3)))])
+    files["png_exif_short_tiff.png"] = png_bytes(17, 9, 2, 8, g, extra_before=[chunk(b"eXIf", b"II*\x00\x08\x00")])
     files["png_bad_idat_crc.png"] = png_bytes(17, 9, 2, 8, g, idat_crc=0x12345678)
     good = files["png_rgb8.png"]
     files["png_bad_ihdr_crc.png"] = good[:29] + bytes([good[29] ^ 0xFF]) + good[30:]
@@ -236,6 +239,22 @@ def make_images():
     files["jpeg_exif_value_9.jpg"] = jpeg_with_app1(plain, b"Exif\x00\x00" + tiff_ifd0(
         [(0x0112, 3, 1, struct.pack("<HH", 9, 0))]))
     files["jpeg_exif_empty_ifd.jpg"] = jpeg_with_app1(plain, b"Exif\x00\x00" + tiff_ifd0([]))
+    # Pillow 12 joins every "Exif\0\0" APP1: the Orientation's values lie in the second segment
+    tiff1 = tiff_ifd0([(0x0112, 3, 3, struct.pack("<I", 26))])
+    files["jpeg_exif_split_6.jpg"] = jpeg_with_app1(jpeg_with_app1(
+        plain, b"Exif\x00\x00" + struct.pack("<HHH", 6, 0, 0)), b"Exif\x00\x00" + tiff1)
+    # the last XMP packet counts
+    files["jpeg_xmp_two_6_8.jpg"] = jpeg_with_app1(jpeg_with_app1(
+        plain, b"http://ns.adobe.com/xap/1.0/\x00" + xmp.replace(b'"6"', b'"8"')),
+        b"http://ns.adobe.com/xap/1.0/\x00" + xmp)
+    # JFIF density in dots per cm also gives Pillow its dpi: the bad EXIF is met by exif_transpose
+    dpcm = bytearray(files["jpeg_exif_bad_header_dpi.jpg"])
+    dpcm[13] = 2
+    files["jpeg_exif_bad_header_dpcm.jpg"] = bytes(dpcm)
+    # a bad EXIF read at open (no JFIF dpi) leaves an empty cached EXIF: no XMP fallback either
+    files["jpeg_exif_bad_header_xmp_6.jpg"] = jpeg_with_app1(jpeg_with_app1(
+        plain, b"http://ns.adobe.com/xap/1.0/\x00" + xmp), b"Exif\x00\x00not a tiff block")
+    files["jpeg_exif_short_tiff.jpg"] = jpeg_with_app1(plain, b"Exif\x00\x00II*\x00\x08\x00")
     files["jpeg_truncated.jpg"] = plain[: len(plain) * 2 // 3]
     files["jpeg_no_eoi.jpg"] = plain[:-2]
     prog = files["jpeg_progressive.jpg"]
