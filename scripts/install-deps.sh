@@ -13,6 +13,7 @@ packages=(
   libcpp-httplib-dev libgtest-dev
   libpng-dev
   clang clang-14 libclang-rt-14-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev
 )
 missing=()
 for p in "${packages[@]}"; do
