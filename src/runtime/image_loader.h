@@ -1,0 +1,42 @@
+// Encoded image bytes → the pixel_values an image model takes (Engine::load_image): decoding as
+// transformers' load_image, then the folder's preprocessor_config.json as its image processor.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "image/decode.h"
+#include "image/preprocess.h"
+#include "inferencelayer/engine.h"
+
+namespace il::runtime {
+
+class ImageLoader {
+ public:
+  // The folder's preprocessor_config.json, checked against the model's input geometry
+  // (info.image_channels / height / width). Without the file, `default_config` when given (a
+  // model built from a config alone: its release processor), else load() refuses, naming the
+  // folder.
+  ImageLoader(const std::filesystem::path& dir, const ModelInfo& info, const EngineOptions& options,
+              std::optional<image::PreprocessorConfig> default_config);
+
+  // Thread-safe: decodes and preprocesses one image; errors name `name`.
+  ImageInput load(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
+
+ private:
+  std::optional<image::PreprocessorConfig> config_;
+  std::string missing_;  // why there is no config
+  image::DecodeLimits limits_;
+  int channels_ = 0, height_ = 0, width_ = 0;
+};
+
+// What a SigLIP folder's processor is on the Hub (SiglipImageProcessor: resize to the model's
+// image size, bicubic, rescale 1/255, mean and std 0.5): the preprocessing of a model built from
+// a config alone (benchmarks).
+image::PreprocessorConfig siglip_release_preprocessor(int height, int width);
+
+}  // namespace il::runtime
