@@ -15,7 +15,7 @@ namespace il::image::test {
 
 inline std::filesystem::path fixture_dir() {
   const char* root = std::getenv("IL_SOURCE_DIR");
-  return std::filesystem::path(root ? root : IL_IMAGE_SOURCE_DIR) / "tests/fixtures/image/preprocess";
+  return std::filesystem::path(root ? root : IL_IMAGE_SOURCE_DIR) / "tests/fixtures/images/preprocess";
 }
 
 inline nlohmann::json read_fixture_json(const std::string& name) {

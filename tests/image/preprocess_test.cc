@@ -1,5 +1,5 @@
 // pixel_values against transformers 5.17's image processors, on our synthetic photos and document
-// pages (tests/fixtures/image/preprocess/*.png) for four preprocessor configs (SigLIP base 224
+// pages (tests/fixtures/images/preprocess/*.png) for four preprocessor configs (SigLIP base 224
 // bicubic, so400m-like 384, CLIP's legacy shortest-edge + center crop, a bilinear 256), through
 // both of transformers' backends: the default (torchvision: SiglipImageProcessor,
 // CLIPImageProcessor) and the *Pil classes. The fixture (expected.json, written on the GPU machine

@@ -1,7 +1,7 @@
 // The resize alone against Pillow 12.3 (Image.resize, every filter) and torchvision 0.26 /
 // torch 2.11 (resize of a uint8 tensor, antialias=True, bilinear and bicubic), on small odd
 // sizes, up and down, one axis or both, and two large downscales. Expectations:
-// tests/fixtures/image/preprocess/resize_expected.json, written on the GPU machine by
+// tests/fixtures/images/preprocess/resize_expected.json, written on the GPU machine by
 // tools/oracle/make_preprocess_fixtures.py (Pillow 9.4 gives the same bytes). Tolerance: none.
 // Both libraries compute in integers after rounding double weights, so a faithful port is
 // bit-exact; any difference is a bug.

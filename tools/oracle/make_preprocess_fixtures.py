@@ -14,9 +14,9 @@ Two phases:
              torch, torchvision.
   pillow-resize  only the Pillow half of resize_expected.json (for development without torch).
 
-    python3 make_preprocess_fixtures.py images --out tests/fixtures/image/preprocess
-    python3 make_preprocess_fixtures.py reference --images tests/fixtures/image/preprocess --out OUTDIR
-    cp OUTDIR/expected.json OUTDIR/resize_expected.json tests/fixtures/image/preprocess/
+    python3 make_preprocess_fixtures.py images --out tests/fixtures/images/preprocess
+    python3 make_preprocess_fixtures.py reference --images tests/fixtures/images/preprocess --out OUTDIR
+    cp OUTDIR/expected.json OUTDIR/resize_expected.json tests/fixtures/images/preprocess/
 
 The committed fixtures came from transformers 5.17.0, Pillow 12.3.0, torch 2.11.0, torchvision
 0.26.0 on the H200 machine's CPU (capability AVX512); Pillow 9.4 gives the same resize bytes.
@@ -425,7 +425,7 @@ def reference(images_dir, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("phase", choices=["images", "reference", "pillow-resize"])
-    ap.add_argument("--images", default="tests/fixtures/image/preprocess")
+    ap.add_argument("--images", default="tests/fixtures/images/preprocess")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.phase == "images":
