@@ -60,7 +60,7 @@ struct TokenInput {
   // 0: every token attends to every earlier (or, bidirectional, every) token of its input.
   // Otherwise only the first `attended_tokens` tokens are keys: the tokens after them (a
   // multi-vector query's expansion tokens when its folder masks them, PyLate's default) attend to
-  // those alone. CPU only.
+  // those alone.
   std::size_t attended_tokens = 0;
 };
 

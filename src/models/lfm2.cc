@@ -239,7 +239,7 @@ BuiltModel build_lfm2_folder(const std::filesystem::path& dir, const nlohmann::j
   // attention mask 0: no token reads them as keys, and transformers 5.17's LFM2 zeroes their rows
   // before each convolution's in-projection (so their convolution output is zero). The engine
   // marks them through TokenInput::attended_tokens (runtime/colbert_inputs) →
-  // plan::Batch::key_limits, on the CPU backend.
+  // plan::Batch::key_limits.
   m.capabilities.embed = false;
   m.capabilities.multi_vector = true;
   m.layout = "lfm2-colbert";

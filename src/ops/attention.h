@@ -30,8 +30,8 @@ struct AttentionArgs {
   float scale = 1.0f;        // applied to q·k
   MaskMode mask = MaskMode::kBidirectional;
   std::size_t window = 0;    // 0 = unlimited; else keys with |i − j| ≤ window / 2
-  // Optional, one per sequence (CPU only): only the sequence's first key_limits[s] keys are read
-  // by any of its rows (plan::Batch::key_limits).
+  // Optional, one per sequence: only the sequence's first key_limits[s] keys are read by any of
+  // its rows (plan::Batch::key_limits; on CUDA, AttentionCudaArgs::key_limits, the flash kernel).
   const int32_t* key_limits = nullptr;
 };
 

@@ -92,6 +92,7 @@ struct AttnParams {
   bool causal;
   int half_window;  // −1: no window
   bool vec;         // head_dim, strides and bases allow 4-element vectors
+  const int32_t* key_limits;  // [num_seqs] or null: rows read only a sequence's first keys
 };
 
 // 4 consecutive elements as f32 (the address is 4-element aligned).
@@ -202,6 +203,8 @@ __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kerne
   const int len = p.seq_starts[seq + 1] - start;
   const int row0 = static_cast<int>(blockIdx.y) * BR;
   if (row0 >= len) return;  // block-uniform: the grid covers the longest sequence
+  // Keys past a sequence's limit are masked tokens: no row reads them (ops/attention.h).
+  const int klim = p.key_limits ? min(len, max(p.key_limits[seq], 0)) : len;
   const int hd = p.head_dim;
   const int kvh = head / p.group;
   const int tid = static_cast<int>(threadIdx.x), tx = tid % kLanes, ty = tid / kLanes;
@@ -214,6 +217,8 @@ __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kerne
   int klo, hi_first, lo_last, khi;
   key_range(p, row0, len, klo, hi_first);
   key_range(p, last, len, lo_last, khi);
+  hi_first = min(hi_first, klim);
+  khi = min(khi, klim);
 
   const T* kbase = p.k + static_cast<std::size_t>(start) * p.ldk + static_cast<std::size_t>(kvh) * hd;
   const T* vbase = p.v + static_cast<std::size_t>(start) * p.ldv + static_cast<std::size_t>(kvh) * hd;
@@ -292,7 +297,10 @@ __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kerne
         for (int i = 0; i < R; ++i) {
           const int row = row0 + ty * R + i;
           int lo = 0, hi = 0;  // rows past the end see nothing
-          if (row < len) key_range(p, row, len, lo, hi);
+          if (row < len) {
+            key_range(p, row, len, lo, hi);
+            hi = min(hi, klim);
+          }
 #pragma unroll
           for (int j = 0; j < KJ; ++j) {
             const int key = kt + tx + kLanes * j;
@@ -438,7 +446,8 @@ void attention_cuda(const AttentionCudaArgs& a, cudaStream_t stream) {
     const AttnParams<T> p{static_cast<const T*>(a.q), a.ldq, static_cast<const T*>(a.k), a.ldk,
                           static_cast<const T*>(a.v), a.ldv, static_cast<T*>(a.out), a.ldo, a.seq_starts,
                           static_cast<int>(a.heads / a.kv_heads), static_cast<int>(a.head_dim), a.scale * kLog2e,
-                          a.mask == MaskMode::kCausal, a.window > 0 ? static_cast<int>(a.window / 2) : -1, vec};
+                          a.mask == MaskMode::kCausal, a.window > 0 ? static_cast<int>(a.window / 2) : -1, vec,
+                          a.key_limits};
     if (a.head_dim <= 32) return launch<32>(p, a.num_seqs, max_seq_len, a.heads, stream);
     if (a.head_dim <= 64) return launch<64>(p, a.num_seqs, max_seq_len, a.heads, stream);
     if (a.head_dim <= 128) return launch<128>(p, a.num_seqs, max_seq_len, a.heads, stream);

@@ -71,15 +71,17 @@ const char* attention_kernel_name(AttentionKernel k) {
 
 bool attention_kernel_supports(AttentionKernel k, const AttentionCudaArgs& a) {
   switch (k) {
+    // Key limits (masked query expansion: a few short queries) go to the flash kernel alone.
     case AttentionKernel::kFirstRow:
-      return a.queries == AttentionQueries::kFirst && shape_ok(a, kAttentionMaxHeadDim);
+      return a.queries == AttentionQueries::kFirst && !a.key_limits && shape_ok(a, kAttentionMaxHeadDim);
     case AttentionKernel::kLastRow:
-      return a.queries == AttentionQueries::kLast && shape_ok(a, kAttentionMaxHeadDim);
+      return a.queries == AttentionQueries::kLast && !a.key_limits && shape_ok(a, kAttentionMaxHeadDim);
     case AttentionKernel::kTma:
-      return tensor_core_ok(a) && wgmma_allowed() && tma_allowed() && attention_tma_applies(half_args(a));
+      return !a.key_limits && tensor_core_ok(a) && wgmma_allowed() && tma_allowed() &&
+             attention_tma_applies(half_args(a));
     case AttentionKernel::kWgmma:
-      return tensor_core_ok(a) && wgmma_allowed() && attention_wgmma_applies(half_args(a));
-    case AttentionKernel::kMmaSync: return tensor_core_ok(a);
+      return !a.key_limits && tensor_core_ok(a) && wgmma_allowed() && attention_wgmma_applies(half_args(a));
+    case AttentionKernel::kMmaSync: return !a.key_limits && tensor_core_ok(a);
     case AttentionKernel::kFlash:
       return a.queries == AttentionQueries::kAll && shape_ok(a, kAttentionMaxHeadDim) && a.max_seq_len < (1u << 30);
   }

@@ -47,6 +47,9 @@ struct AttentionCudaArgs {
   AttentionQueries queries = AttentionQueries::kAll;
   std::size_t max_seq_len = 0;  // at least the longest sequence (sizes the grids)
   std::size_t rows = 0;         // rows of q, k, v readable (0: unknown; the TMA kernel needs it)
+  // Optional, [num_seqs] on the device: only sequence s's first key_limits[s] keys are read by
+  // any of its rows (plan::Batch::key_limits: masked query expansion). The flash kernel only.
+  const int32_t* key_limits = nullptr;
 };
 
 enum class AttentionKernel { kFirstRow, kLastRow, kTma, kWgmma, kMmaSync, kFlash };

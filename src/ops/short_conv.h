@@ -27,6 +27,10 @@ struct ShortConvArgs {
   std::size_t num_seqs = 0;
   std::size_t rows = 0;                // rows at or past seq_starts[num_seqs] (padding) get zeros
   std::size_t n = 0, taps = 0;
+  // Optional, one per sequence (plan::Batch::key_limits; on the device for the CUDA op): a
+  // sequence's rows from key_limits[s] on are masked tokens and get zeros — transformers zeroes a
+  // masked row before the in-projection, so its C block, and with it its output, is zero.
+  const int32_t* key_limits = nullptr;
 };
 
 // The checks both backends make: operands present and of one element type, strides that fit.

@@ -34,6 +34,10 @@ void short_conv_cpu(const ShortConvArgs& a, ThreadPool& pool) {
       // The start of the last sequence whose start is ≤ t (empty sequences are skipped over).
       const int32_t* s = std::upper_bound(starts, starts + a.num_seqs + 1, t) - 1;
       const std::size_t first = static_cast<std::size_t>(*s);
+      if (a.key_limits && r - first >= static_cast<std::size_t>(std::max(a.key_limits[s - starts], 0))) {
+        std::fill(o, o + n, 0.0f);  // a masked token
+        continue;
+      }
       const float* gate = in + r * ldi + n;  // C
       for (std::size_t c = 0; c < n; ++c) {
         float acc = 0.0f;

@@ -25,6 +25,7 @@ struct ShortConvParams {
   const int32_t* seq_starts;
   int num_seqs;
   unsigned n, taps;
+  const int32_t* key_limits;  // or null
 };
 
 template <typename T>
@@ -44,6 +45,10 @@ __global__ void short_conv_kernel(ShortConvParams<T> p) {
     if (p.seq_starts[mid] <= t) lo = mid; else hi = mid;
   }
   const int first = p.seq_starts[lo];
+  if (p.key_limits && t - first >= p.key_limits[lo]) {  // a masked token (ops/short_conv.h)
+    elem::store(o, 0.0f);
+    return;
+  }
   float acc = 0.0f;
   for (unsigned k = 0; k < p.taps; ++k) {
     const int j = t - static_cast<int>(p.taps - 1 - k);
@@ -68,7 +73,7 @@ void short_conv_cuda(const ShortConvArgs& a, cudaStream_t stream) {
     using T = decltype(tag);
     const ShortConvParams<T> p{static_cast<const T*>(a.bcx.data), a.bcx.ld, a.w, static_cast<T*>(a.out.data),
                                a.out.ld, a.seq_starts, static_cast<int>(a.num_seqs), static_cast<unsigned>(a.n),
-                               static_cast<unsigned>(a.taps)};
+                               static_cast<unsigned>(a.taps), a.key_limits};
     const dim3 grid(static_cast<unsigned>(a.rows), static_cast<unsigned>((a.n + kThreads - 1) / kThreads));
     pdl::launch(short_conv_kernel<T>, grid, kThreads, 0, stream, p);
   });

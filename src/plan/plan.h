@@ -256,7 +256,7 @@ struct Batch {
   // attention mask of 0 makes them in transformers: attention reads no key past the limit (every
   // row sees only the first key_limits[s] keys, and what its mask allows), and a short
   // convolution gives the masked rows zero (transformers zeroes a masked row's input before the
-  // in-projection, so its C block is zero). The CPU backend only.
+  // in-projection, so its C block is zero). Both backends (on CUDA the flash attention kernel takes them).
   std::vector<int32_t> key_limits;
   std::size_t num_tokens() const { return tokens.size(); }
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }

@@ -83,9 +83,6 @@ class LocalEngine final : public Engine {
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
     info_.backend = exec_->backend_name();
     info_.compute_dtype = exec_->compute_dtype();
-    check(!(colbert_ && colbert_->mask_expansion) || info_.backend == "cpu", dir.string(),
-          ": masked query expansion (attend_to_expansion_tokens false in config_sentence_transformers.json) runs "
-          "on the CPU backend only so far (the CUDA attention kernels take no key limit): use --device cpu");
   }
 
   const ModelInfo& info() const override { return info_; }

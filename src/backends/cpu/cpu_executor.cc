@@ -234,16 +234,10 @@ void CpuExecutor::execute(const plan::Step& step) {
             check(!selected(op.x) && !selected(op.out), "short_conv ", step.name, ": needs every token's row");
             check(op.x.cols == 3 * op.out.cols, "short_conv ", step.name, ": input of ", op.x.cols,
                   " columns for an output of ", op.out.cols, " (B | C | x)");
-            ops::short_conv_cpu({tensor(op.x), weight_f32(op.w), tensor(op.out), starts, nseq,
-                                 row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps},
-                                pool_);
-            // Rows past a sequence's key limit (masked tokens): transformers zeroes their input
-            // before the in-projection, so their C block, and with it their output, is zero.
-            for (std::size_t s = 0; s < batch_.key_limits.size(); ++s) {
-              float* out = ptr(op.out);
-              for (int32_t r = batch_.seq_starts[s] + batch_.key_limits[s]; r < batch_.seq_starts[s + 1]; ++r)
-                std::fill_n(out + static_cast<std::size_t>(r) * ld(op.out), op.out.cols, 0.0f);
-            }
+            ops::ShortConvArgs a{tensor(op.x), weight_f32(op.w), tensor(op.out), starts, nseq,
+                                 row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps};
+            if (!batch_.key_limits.empty()) a.key_limits = batch_.key_limits.data();
+            ops::short_conv_cpu(a, pool_);
           },
       },
       step.op);

@@ -104,9 +104,10 @@ void CudaExecutor::execute(const plan::Step& step) {
             check(!selected(op.x) && !selected(op.out), "short_conv ", step.name, ": needs every token's row");
             check(op.x.cols == 3 * op.out.cols, "short_conv ", step.name, ": input of ", op.x.cols,
                   " columns for an output of ", op.out.cols, " (B | C | x)");
-            ops::short_conv_cuda({tensor(op.x), norm_weight(op.w), tensor(op.out), d_starts_, num_seqs_,
-                                  row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps},
-                                 stream_);
+            ops::ShortConvArgs a{tensor(op.x), norm_weight(op.w), tensor(op.out), d_starts_, num_seqs_,
+                                 row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps};
+            a.key_limits = d_key_limits_;
+            ops::short_conv_cuda(a, stream_);
           },
       },
       step.op);
@@ -145,6 +146,7 @@ void CudaExecutor::attention(const std::string& name, const plan::AttentionStep&
   }
   a.max_seq_len = max_seq_len_;
   a.rows = num_tokens_;  // q, k and v are token rows of the scratch: readable up to the bucketed count
+  a.key_limits = d_key_limits_;
   ops::attention_dispatch_cuda(a, stream_);
 }
 

@@ -121,9 +121,9 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     for (const plan::Step& step : plan.program(name))
       needs_positions_ = needs_positions_ || std::holds_alternative<plan::RopeStep>(step.op);
 
-  // Batch ids (sequence offsets, tokens, type ids, pool starts, positions), device side and
-  // pinned host side.
-  const std::size_t ints = 5 * max_tokens_ + 1;
+  // Batch ids (sequence offsets, tokens, type ids, pool starts, positions, key limits), device
+  // side and pinned host side.
+  const std::size_t ints = 6 * max_tokens_ + 1;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -216,8 +216,6 @@ void CudaExecutor::release() noexcept {
 
 void CudaExecutor::set_batch(const plan::Batch& batch) {
   plan::check_batch(batch, max_tokens_);  // sequence rows and the id staging hold max_tokens rows
-  check(batch.key_limits.empty(), "key limits (masked query expansion tokens) are not implemented on the CUDA "
-        "backend yet; run the model on the CPU");
   std::size_t longest = 0;
   for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
     longest = std::max<std::size_t>(longest, static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]));
@@ -230,6 +228,7 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   const std::size_t types = batch.type_ids.empty() ? 0 : tb;
   const std::size_t pool_starts = batch.pool_starts.empty() ? 0 : bb;
   const std::size_t positions = needs_positions_ ? tb : 0;
+  const std::size_t key_limits = batch.key_limits.empty() ? 0 : bb;
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
@@ -260,6 +259,11 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     }
     std::fill(pos + t, pos + tb, 0);  // padding tokens: in no sequence, any position will do
   }
+  int32_t* limits = pos + positions;
+  if (key_limits > 0) {
+    std::memcpy(limits, batch.key_limits.data(), b * sizeof(int32_t));
+    std::fill(limits + b, limits + bb, 1);  // padding sequences are empty: any limit will do
+  }
   // Each array's device address follows from the bucketed counts and which arrays are present,
   // all in the graph key (run_graph).
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
@@ -268,7 +272,9 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   d_types_ = base + bb + 1 + tb;
   d_pool_starts_ = pool_starts > 0 ? base + bb + 1 + tb + types : nullptr;
   d_positions_ = positions > 0 ? base + bb + 1 + tb + types + pool_starts : nullptr;
-  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging, (bb + 1 + tb + types + pool_starts + positions) * sizeof(int32_t),
+  d_key_limits_ = key_limits > 0 ? base + bb + 1 + tb + types + pool_starts + positions : nullptr;
+  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging,
+                                (bb + 1 + tb + types + pool_starts + positions + key_limits) * sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
   num_tokens_ = tb;

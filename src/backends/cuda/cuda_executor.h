@@ -100,6 +100,7 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_types_ = nullptr;
   int32_t* d_starts_ = nullptr;
   int32_t* d_pool_starts_ = nullptr;  // null when the batch pools every token
+  int32_t* d_key_limits_ = nullptr;   // null when every token is a key (plan::Batch::key_limits)
   int32_t* d_positions_ = nullptr;    // null unless a step reads positions (needs_positions_)
   bool needs_positions_ = false;
   PinnedMemory batch_staging_, read_staging_;
@@ -117,8 +118,8 @@ class CudaExecutor final : public plan::Executor {
   // Per (program, bucketed shape): eager runs so far, then either a CUDA graph or "stays eager"
   // (see run_graph). Profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always
   // eager; =always: capture every shape on its second run.
-  // (program, tokens, sequences, longest sequence, has type ids, has pool starts)
-  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool>;
+  // (program, tokens, sequences, longest sequence, has type ids, has pool starts, has key limits)
+  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool>;
   struct ShapeRecord {
     int eager_runs = 0;
     bool eager_only = false;  // device-bound: a graph would not pay
