@@ -71,6 +71,9 @@ struct BuiltModel {
   // image_embedding_dim wide; 0: no head).
   std::optional<ImageGeometry> image;
   std::size_t image_embedding_dim = 0;
+  // Texts tokenized by the engine are padded to `first` tokens with id `second` (SigLIP's
+  // text tower, which attends to its pad tokens); token-id inputs are taken as given.
+  std::optional<std::pair<std::size_t, int32_t>> pad_texts;
   // Image–text models (SigLIP): the stored logit_scale and logit_bias parameters.
   std::optional<std::pair<float, float>> logit;
 };

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "models/embedding_head.h"
 #include "models/folder.h"
 #include "models/layers.h"
 
@@ -164,6 +165,41 @@ std::size_t build_vision(plan::Plan& plan, const SiglipVisionConfig& c, const We
   return h;
 }
 
+// The text tower (SiglipTextTransformer) into program "encode" (output "hidden"): token and
+// position embeddings, the pre-norm encoder with no attention mask (SigLIP attends to its pad
+// tokens: texts are padded to max_length, see BuiltModel::pad_texts), final_layer_norm. Then per
+// pooling program the pooled row through the head Linear (output "embedding"); SigLIP's own
+// pooling is the last row (last_hidden_state[:, -1]). Returns the embedding width.
+std::size_t build_text(plan::Plan& plan, const SiglipTextConfig& t, const WeightSource& src) {
+  const std::string tp = "text_model.";
+  const int64_t H = t.hidden, P = t.projection;
+  const std::size_t h = static_cast<std::size_t>(H), p = static_cast<std::size_t>(P);
+  Layers l(plan, src, "encode");
+  const BufferId cur = plan.add_buffer("text_residual", Rows::kTokens, h);
+  plan::EmbedStep emb;
+  emb.word = l.tensor(tp + "embeddings.token_embedding.weight", {t.vocab, H});
+  emb.position = l.tensor(tp + "embeddings.position_embedding.weight", {t.max_positions, H});
+  emb.out = plan.whole(cur);
+  l.add("text.embeddings", emb);
+  const BufferId hidden = build_encoder(l, tp, "final_layer_norm", H, t.intermediate,
+                                        static_cast<std::size_t>(t.heads), t.layers, t.eps, t.act, cur, "text.");
+  plan.set_output("hidden", plan.whole(hidden));
+
+  const BufferId pooled = plan.add_buffer("text_pooled", Rows::kSequences, h);
+  const BufferId embedding = plan.add_buffer("text_embedding", Rows::kSequences, p);
+  Layers head(plan, src, "");
+  const plan::GemmStep proj =
+      head.linear(tp + "head", P, H, plan.whole(pooled), plan.whole(embedding), Bias::kRequired);
+  for (PoolingMode mode : {PoolingMode::kMean, PoolingMode::kCls, PoolingMode::kLastToken}) {
+    const std::string program = pooling_program(mode);
+    plan.add_step(program, "pool", plan::PoolStep{plan.whole(hidden), mode, plan.whole(pooled)});
+    plan.add_step(program, "text.head", proj);
+  }
+  plan.add_step("normalize", "l2", plan::L2Step{plan.whole(embedding)});
+  plan.set_output("embedding", plan.whole(embedding));
+  return p;
+}
+
 BuiltModel describe(const SiglipConfig& c) {
   BuiltModel m;
   m.model_type = c.model_type;
@@ -186,12 +222,24 @@ BuiltModel describe(const SiglipConfig& c) {
   g.patch = v.patch_size;
   m.image = g;
   m.capabilities.image_input = true;
+  if (c.text) {
+    const SiglipTextConfig& t = *c.text;
+    m.capabilities.embed = true;
+    m.capabilities.hidden_states = true;
+    m.pooling = PoolingMode::kLastToken;
+    m.hidden_size = static_cast<std::size_t>(t.hidden);
+    m.limits = {t.vocab, 0, static_cast<std::size_t>(t.max_positions)};
+    // SiglipProcessor(padding="max_length"), as the model card calls it: SigLIP was trained on
+    // texts padded to 64 tokens with no attention mask, so the pad tokens are attended.
+    m.pad_texts = std::make_pair(static_cast<std::size_t>(t.max_positions), static_cast<int32_t>(t.pad_id));
+  }
   return m;
 }
 
 void build(BuiltModel& m, const SiglipConfig& c, const WeightSource& src) {
   m.image_embedding_dim = build_vision(m.plan, c.vision, src, vision_prefix(src));
   if (c.text) {
+    m.embedding_dim = build_text(m.plan, *c.text, src);
     // The pair logit: exp(logit_scale) · cos(image, text) + logit_bias.
     const std::vector<float> scale = src.load("logit_scale", {1});
     const std::vector<float> bias = src.load("logit_bias", {1});
@@ -266,7 +314,7 @@ BuiltModel build_siglip_folder(const std::filesystem::path& dir, const nlohmann:
   const SiglipConfig c = parse_siglip_config(config, source);
   const Folder f = open_folder(dir);
   BuiltModel m = describe(c);
-  describe_folder(m, f, PoolingMode::kCls);
+  describe_folder(m, f, c.text ? PoolingMode::kLastToken : PoolingMode::kCls);
   check(!f.st.present, dir.string(), ": a SigLIP folder with sentence-transformers modules is not supported (the "
         "engine serves SigLIP as transformers' SiglipModel / SiglipVisionModel)");
   // The config against the checkpoint: a vision tower whose head the config denies (or the

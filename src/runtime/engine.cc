@@ -96,7 +96,7 @@ class LocalEngine final : public Engine {
   std::optional<double> device_energy_joules() override { return exec_->energy_joules(); }
 
   TokenInput tokenize(std::string_view text, bool truncate) const override {
-    return to_input(tokenizer().encode(text, encode_options(truncate)));
+    return padded(to_input(tokenizer().encode(text, encode_options(truncate))));
   }
 
   TokenInput tokenize_pair(std::string_view first, std::string_view second,
@@ -107,7 +107,7 @@ class LocalEngine final : public Engine {
 
   TokenInput tokenize_with(std::string_view text, const TokenizeOptions& options) const override {
     if (options.role != TextRole::kNone) return colbert_tokenize(text, options);
-    return to_input(tokenizer().encode(text, encode_options(options)));
+    return padded(to_input(tokenizer().encode(text, encode_options(options))));
   }
 
   TokenInput tokenize_pair_with(std::string_view first, std::string_view second,
@@ -375,6 +375,13 @@ class LocalEngine final : public Engine {
   }
 
   static TokenInput to_input(text::Encoding&& e) { return {std::move(e.ids), std::move(e.type_ids)}; }
+  // A model that pads its texts (BuiltModel::pad_texts): pad ids up to the length, type ids 0.
+  TokenInput padded(TokenInput in) const {
+    if (!model_.pad_texts || in.ids.size() >= model_.pad_texts->first) return in;
+    if (!in.type_ids.empty()) in.type_ids.resize(model_.pad_texts->first, 0);
+    in.ids.resize(model_.pad_texts->first, model_.pad_texts->second);
+    return in;
+  }
   // A pair for a model without a segment table (ModernBERT): its tokenizer's template may still
   // give the second text type id 1, which transformers never passes to such a model (its
   // tokenizer returns no token_type_ids), so they are dropped rather than refused.

@@ -72,7 +72,7 @@ TEST_P(SiglipCli, RefusesLinesOfAnotherKindOrShape) {
   refused({json{{"pixel_values", json::array({json::array({json::array({1.0, 2.0})})})}}.dump()}, "1 × 1 × 2");
   refused({json{{"pixel_values", json::array({json::array({json::array({1.0, 2.0}), json::array({1.0})})})}}.dump()},
           "row 1");
-  refused({json{{"input_ids", {1, 2, 3}}}.dump()}, "pixel_values");
+  if (GetParam() == "siglip-vision") refused({json{{"input_ids", {1, 2, 3}}}.dump()}, "takes images only");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SiglipCli, ::testing::Values("siglip-joint", "siglip-vision"),
@@ -82,6 +82,32 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, SiglipCli, ::testing::Values("siglip-joint", 
                              if (c == '-') c = '_';
                            return n;
                          });
+
+// The joint folder takes texts too: image lines and token-id lines mixed in one file come out in
+// the input's order, each as transformers gives it (image: the MAP head; text: the text tower's
+// pooled row, on ids padded to max_length as SiglipProcessor gives them).
+TEST(SiglipCli, JointFolderEmbedsImagesAndTokenIdsInOrder) {
+  const json expected = load_expected("siglip-joint");
+  const std::vector<std::string> images = pixel_lines(expected);
+  std::vector<std::string> lines;
+  std::vector<std::vector<float>> want;
+  for (std::size_t i = 0; i < 4; ++i) {
+    lines.push_back(images[i]);
+    want.push_back(expected["image_cases"][i]["pooled"].get<std::vector<float>>());
+    const auto& t = expected["text_cases"][i];
+    lines.push_back(json{{"input_ids", t["input_ids"]}}.dump());
+    want.push_back(t["pooled"].get<std::vector<float>>());
+  }
+  ScratchDir tmp;
+  const auto r = run_cli(cli_args({"embed", "--model", fixture_path("siglip-joint"), "--input",
+                                   tmp.write("mixed.jsonl", lines), "--device", "cpu"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto out = r.lines();
+  ASSERT_EQ(out.size(), want.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    EXPECT_LE(max_abs_diff(parse_line(out[i])["embedding"].get<std::vector<float>>(), want[i]), kTolerance)
+        << "line " << i + 1;
+}
 
 TEST(SiglipCli, PixelValuesForATextModelAreRefused) {
   ScratchDir tmp;

@@ -153,7 +153,9 @@ TEST_P(SiglipFolders, RefusesImagesOfAnotherShapeOrWithNonFiniteValues) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("image 1"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(engine->embed({TokenInput{{1, 2}, {}}}, {}), Error) << "no text tower is served yet";
+  if (GetParam() == "siglip-vision") {
+    EXPECT_THROW(engine->embed({TokenInput{{1, 2}, {}}}, {}), Error) << "the vision tower alone takes no text";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SiglipFolders, ::testing::Values("siglip-joint", "siglip-vision"),
@@ -178,6 +180,80 @@ TEST(Siglip, DescribesItself) {
   EXPECT_EQ(vision->info().model_type, "siglip_vision_model");
   EXPECT_TRUE(vision->info().capabilities.image_input);
   EXPECT_FALSE(vision->info().has_logit) << "the vision tower alone has no logit scale or bias";
+}
+
+// The text tower (SiglipTextTransformer: pooled = head(final_layer_norm(x)[-1])) on token ids
+// padded to max_length with the pad id and no attention mask, as SiglipProcessor gives them, and
+// the pair logits exp(logit_scale) · cos(image, text) + logit_bias against SiglipModel's
+// logits_per_image. Tolerance: kTol on the text embeddings; 1e-4 on logits of magnitude ~8 (the
+// cosine's error scaled by exp(logit_scale) ≈ 12).
+TEST(Siglip, TextEmbeddingsAndPairLogitsMatchTransformers) {
+  const nlohmann::json e = expected("siglip-joint");
+  auto engine = Engine::load(fixtures_root() / "siglip-joint", {});
+  std::vector<TokenInput> texts;
+  for (const auto& c : e.at("text_cases")) texts.push_back({c.at("input_ids").get<std::vector<int32_t>>(), {}});
+  ASSERT_EQ(texts.size(), 4u);
+  const Matrix t = engine->embed(texts, {});
+  double worst = 0;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto want = e.at("text_cases")[i].at("pooled").get<std::vector<float>>();
+    ASSERT_EQ(t.cols, want.size());
+    worst = std::max(worst, max_abs(t.row(i), want.data(), t.cols));
+  }
+  EXPECT_LE(worst, kTol);
+  // Texts one at a time give the same rows.
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const Matrix alone = engine->embed({texts[i]}, {});
+    EXPECT_LE(max_abs(alone.row(0), t.row(i), t.cols), kBatchTol);
+  }
+  const std::vector<ImageCase> cases = image_cases("siglip-joint");
+  EmbedOptions unit;
+  unit.normalize = true;
+  const Matrix img = engine->embed_images(images_of(cases), unit);
+  const Matrix txt = engine->embed(texts, unit);
+  const ModelInfo& info = engine->info();
+  double worst_logit = 0;
+  for (std::size_t i = 0; i < img.rows; ++i)
+    for (std::size_t j = 0; j < txt.rows; ++j) {
+      double dot = 0;
+      for (std::size_t k = 0; k < img.cols; ++k) dot += static_cast<double>(img.row(i)[k]) * txt.row(j)[k];
+      const double logit = std::exp(static_cast<double>(info.logit_scale)) * dot + info.logit_bias;
+      worst_logit = std::max(worst_logit, std::abs(logit - e.at("logits_per_image")[i][j].get<double>()));
+    }
+  EXPECT_LE(worst_logit, 1e-4);
+  std::printf("[siglip] text embeddings worst max-abs %.3g, pair logits %.3g vs transformers\n", worst, worst_logit);
+}
+
+// Texts the engine tokenizes are padded to max_position_embeddings with pad_token_id (what
+// SiglipProcessor(padding="max_length") gives the model card's call); a text's embedding is that
+// of its padded ids. Random weights over a joint config, with a WordPiece tokenizer of 800 tokens
+// from another fixture.
+TEST(Siglip, TextsArePaddedToMaxLengthWithThePadId) {
+  const nlohmann::json cfg = {
+      {"model_type", "siglip"},
+      {"text_config", {{"vocab_size", 800}, {"hidden_size", 32}, {"intermediate_size", 40}, {"num_hidden_layers", 1},
+                       {"num_attention_heads", 2}, {"max_position_embeddings", 24}, {"pad_token_id", 3}}},
+      {"vision_config", {{"hidden_size", 32}, {"intermediate_size", 40}, {"num_hidden_layers", 1},
+                         {"num_attention_heads", 2}, {"image_size", 16}, {"patch_size", 8}}}};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "il_siglip_pad_cfg";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << cfg.dump();
+  auto engine = Engine::load_random(dir / "config.json", fixtures_root() / "bert-mean" / "tokenizer.json", {});
+  const TokenInput t = engine->tokenize("a short text", true);
+  ASSERT_EQ(t.ids.size(), 24u);
+  EXPECT_EQ(t.ids.back(), 3);
+  std::size_t real = 0;
+  while (real < t.ids.size() && t.ids[real] != 3) ++real;
+  EXPECT_GT(real, 0u);
+  for (std::size_t i = real; i < t.ids.size(); ++i) EXPECT_EQ(t.ids[i], 3) << "position " << i;
+  const Matrix by_text = engine->embed({engine->tokenize("a short text", true)}, {});
+  TokenInput unpadded = t;
+  unpadded.ids.resize(real);
+  unpadded.type_ids.clear();
+  const Matrix by_unpadded = engine->embed({unpadded}, {});
+  EXPECT_GT(max_abs(by_text.row(0), by_unpadded.row(0), by_text.cols), 1e-4)
+      << "the pad tokens are attended and the last (pad) row is pooled: padding must change the result";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Siglip, RefusesSiglip2AndUnsupportedFields) {
