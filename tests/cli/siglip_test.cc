@@ -109,6 +109,26 @@ TEST(SiglipCli, JointFolderEmbedsImagesAndTokenIdsInOrder) {
         << "line " << i + 1;
 }
 
+// bench/configs/siglip-base-patch16-224.json builds with random weights and runs its vision
+// tower on random images: 196 patch tokens an image; a length other than the patch count is
+// refused. (siglip-so400m-patch14-384.json, 2 × 400M parameters, is run by hand: 729 patches.)
+TEST(SiglipCli, BenchRunsTheVisionTowerOfSiglipBase) {
+  const std::string config =
+      (fixture_dir("siglip-joint").parent_path().parent_path().parent_path() / "bench" / "configs" /
+       "siglip-base-patch16-224.json")
+          .string();
+  const auto r = run_cli(cli_args({"bench", "--config", config, "--grid", "2x196", "--warmup", "0", "--iters", "1",
+                                   "--threads", "2"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_contains(r.out, {"siglip-base-patch16-224", "image embedding", "12 layers, hidden 768", "image_encode"});
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  expect_contains(lines[2], {" 2 ", " 196 ", " 392 "});
+  const auto bad = run_cli(cli_args({"bench", "--config", config, "--grid", "1x64", "--iters", "1"}));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("196 patch tokens"), std::string::npos) << bad.err;
+}
+
 TEST(SiglipCli, PixelValuesForATextModelAreRefused) {
   ScratchDir tmp;
   const auto r = run_cli(cli_args({"embed", "--model", fixture_path("bert-mean"), "--input",

@@ -133,6 +133,24 @@ TEST_P(GpuSiglipTest, BatchCompositionDoesNotChangeAnImage) {
   }
 }
 
+// The joint folder's text tower on token ids padded as SiglipProcessor pads them.
+TEST_P(GpuSiglipTest, TextEmbeddingsMatchTransformers) {
+  if (GetParam().folder != "siglip-joint") GTEST_SKIP() << "the vision tower alone has no text tower";
+  std::ifstream in(fixtures_root() / "siglip-joint" / "expected.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  auto engine = Engine::load(fixtures_root() / "siglip-joint", options(GetParam().dtype));
+  std::vector<TokenInput> texts;
+  for (const auto& c : j.at("text_cases")) texts.push_back({c.at("input_ids").get<std::vector<int32_t>>(), {}});
+  const Matrix t = engine->embed(texts, {});
+  double worst = 0;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto want = j.at("text_cases")[i].at("pooled").get<std::vector<float>>();
+    ASSERT_EQ(t.cols, want.size());
+    EXPECT_TRUE(close(t.row(i), want.data(), t.cols, kTolerance, worst)) << "text " << i;
+  }
+  std::printf("[siglip gpu] text %s: worst %.3g\n", GetParam().dtype.c_str(), worst);
+}
+
 TEST_P(GpuSiglipTest, MatchesTheCpuEngine) {
   if (GetParam().dtype != "f32") GTEST_SKIP() << "the CPU computes in f32 only";
   const Expected e = read_expected(GetParam().folder);
