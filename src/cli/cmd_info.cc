@@ -68,6 +68,11 @@ nlohmann::ordered_json to_json(const ModelInfo& i) {
       i.default_prompt_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(i.default_prompt_name);
   j["include_prompt"] = i.include_prompt;
   j["random_weights"] = i.random_weights;
+  if (i.capabilities.image_input) {
+    j["image"] = {{"channels", i.image_channels}, {"height", i.image_height}, {"width", i.image_width},
+                  {"patch_size", i.patch_size}, {"embedding_dim", i.image_embedding_dim}};
+    if (i.has_logit) j["image"]["logit"] = {{"scale", i.logit_scale}, {"bias", i.logit_bias}};
+  }
   return j;
 }
 
@@ -116,6 +121,21 @@ void print_human(const ModelInfo& i) {
   for (const auto& [k, v] : i.prompts) {
     const std::string dflt = k == i.default_prompt_name ? " (default)" : "";
     print_row(("prompt " + k).c_str(), nlohmann::json(v).dump() + dflt);
+  }
+  if (i.capabilities.image_input) {
+    const int grid_rows = i.patch_size ? i.image_height / i.patch_size : 0;
+    const int grid_cols = i.patch_size ? i.image_width / i.patch_size : 0;
+    print_row("image input", std::to_string(i.image_channels) + " × " + std::to_string(i.image_height) + " × " +
+                                 std::to_string(i.image_width) + " pixel_values, " + std::to_string(grid_rows * grid_cols) +
+                                 " patches of " + std::to_string(i.patch_size) + " × " + std::to_string(i.patch_size));
+    print_row("image embedding", i.image_embedding_dim > 0 ? std::to_string(i.image_embedding_dim) + " dimensions"
+                                                          : std::string("none (no pooling head)"));
+    if (i.has_logit) {
+      char logit[128];
+      std::snprintf(logit, sizeof logit, "exp(%.6g) · cos(image, text) + %.6g", static_cast<double>(i.logit_scale),
+                    static_cast<double>(i.logit_bias));
+      print_row("pair logit", logit);
+    }
   }
   if (i.random_weights) print_row("random weights", "yes: a demo/test model, its outputs carry no meaning");
 }

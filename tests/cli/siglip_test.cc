@@ -129,6 +129,19 @@ TEST(SiglipCli, BenchRunsTheVisionTowerOfSiglipBase) {
   EXPECT_NE(bad.err.find("196 patch tokens"), std::string::npos) << bad.err;
 }
 
+TEST(SiglipCli, InfoDescribesTheImageInput) {
+  const auto r = run_cli(cli_args({"info", "--model", fixture_path("siglip-joint")}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_contains(r.out, {"image_input", "3 × 32 × 32 pixel_values, 16 patches of 8 × 8", "32 dimensions",
+                          "exp(2.48302) · cos(image, text) + -5.66187"});
+  const auto j = run_cli(cli_args({"info", "--model", fixture_path("siglip-vision"), "--json"}));
+  ASSERT_EQ(j.status, 0) << j.err;
+  const json info = parse_line(j.lines().at(0));
+  EXPECT_EQ(info["image"]["patch_size"], 8);
+  EXPECT_EQ(info["image"]["embedding_dim"], 32);
+  EXPECT_FALSE(info["image"].contains("logit")) << "the vision tower alone has no pair logit";
+}
+
 TEST(SiglipCli, PixelValuesForATextModelAreRefused) {
   ScratchDir tmp;
   const auto r = run_cli(cli_args({"embed", "--model", fixture_path("bert-mean"), "--input",
