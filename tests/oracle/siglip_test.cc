@@ -256,6 +256,28 @@ TEST(Siglip, TextsArePaddedToMaxLengthWithThePadId) {
   std::filesystem::remove_all(dir);
 }
 
+// A vision tower without its head (vision_use_head false, as some vision-language models ship
+// it): hidden states, and a clear refusal of embeddings.
+TEST(Siglip, AVisionTowerWithoutHeadGivesHiddenStatesOnly) {
+  const nlohmann::json cfg = {{"model_type", "siglip_vision_model"}, {"hidden_size", 16}, {"intermediate_size", 24},
+                              {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"image_size", 16},
+                              {"patch_size", 8}, {"vision_use_head", false}};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "il_siglip_nohead_cfg";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << cfg.dump();
+  auto engine = Engine::load_random(dir / "config.json", "", {});
+  EXPECT_EQ(engine->info().image_embedding_dim, 0);
+  const ImageInput im{3, 16, 16, std::vector<float>(3 * 16 * 16, 0.5f)};
+  EXPECT_EQ(engine->image_hidden_states({im}).at(0).rows, 4u);
+  try {
+    (void)engine->embed_images({im}, {});
+    ADD_FAILURE() << "embedded without a head";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no pooling head"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Siglip, RefusesSiglip2AndUnsupportedFields) {
   const auto refused = [](nlohmann::json j, const std::string& needle) {
     try {
