@@ -161,7 +161,8 @@ Command add_info_command(CLI::App& app) {
       "generate), hidden, layers, heads, kv_heads, intermediate, vocab, max_tokens, num_labels, labels\n"
       "(cross-encoders: the name of each output, from config.json id2label), output_dim, activation,\n"
       "dtype, parameters, weight_bytes, weight_mb, pooling, normalize, sentence_transformers,\n"
-      "tokenizer, prompts, default_prompt_name, random_weights.");
+      "tokenizer, prompts, default_prompt_name, random_weights; image models add image: {channels,\n"
+      "height, width, patch_size, embedding_dim, and logit: {scale, bias} for image-text models}.");
   cmd->add_option("-m,--model", a->model, "Hugging Face model folder")->required();
   cmd->add_flag("--json", a->json, "One JSON object instead of the table");
   return {cmd, [a] { run_info(*a); }};
