@@ -24,6 +24,7 @@
 #include "io/json_util.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
+#include "runtime/image_batch.h"
 
 namespace il::cli {
 namespace {
@@ -143,18 +144,45 @@ plan::Batch random_batch(const Point& p, int vocab, std::mt19937& rng) {
   return b;
 }
 
+// B images of uniform random pixel_values in [-1, 1] (SigLIP's normalised range), cut into patch
+// rows as the engine cuts them.
+plan::Batch random_image_batch(std::size_t images, const models::ImageGeometry& g, std::mt19937& rng) {
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<ImageInput> in(images);
+  for (ImageInput& im : in) {
+    im.channels = static_cast<std::size_t>(g.channels);
+    im.height = static_cast<std::size_t>(g.height);
+    im.width = static_cast<std::size_t>(g.width);
+    im.pixels.resize(im.channels * im.height * im.width);
+    for (float& v : im.pixels) v = value(rng);
+  }
+  return runtime::make_image_batch(in, {0, images}, g);
+}
+
 void run_bench(const BenchArgs& a) {
   if (a.model.empty() == a.config.empty()) throw UsageError("give exactly one of --model DIR or --config FILE");
-  std::vector<Point> points;
-  if (!a.grid.empty() || a.mixed.empty()) points = parse_grid(a.grid.empty() ? "1x16,1x64,32x128" : a.grid);
-  for (const std::string& m : a.mixed) points.push_back(parse_mixed(m));
-
   std::string name;
   models::BuiltModel model = build(a, name);
   if (!a.name.empty()) name = a.name;
-  const int max_len = static_cast<int>(std::min<std::size_t>(model.limits.max_tokens, 1u << 30));
+  // An image model (SigLIP) runs its vision tower on random images: a point's B is the number of
+  // images, its length the model's patch count (the only one an image has).
+  const bool images = model.image.has_value() && model.image_embedding_dim > 0;
+  const std::size_t patches = images ? model.image->patches() : 0;
+  if (images && !a.mixed.empty()) throw UsageError("--mixed does not apply to an image model (every image has " +
+                                                   std::to_string(patches) + " patches)");
+  std::vector<Point> points;
+  const std::string p_str = std::to_string(patches);
+  const std::string default_grid = images ? "1x" + p_str + ",8x" + p_str + ",32x" + p_str : "1x16,1x64,32x128";
+  if (!a.grid.empty() || a.mixed.empty()) points = parse_grid(a.grid.empty() ? default_grid : a.grid);
+  for (const std::string& m : a.mixed) points.push_back(parse_mixed(m));
+
+  const int max_len = images ? static_cast<int>(patches)
+                             : static_cast<int>(std::min<std::size_t>(model.limits.max_tokens, 1u << 30));
   std::size_t max_tokens = 1;
   for (const Point& p : points) {
+    if (images && p.max_len != patches)
+      throw UsageError("--grid length " + std::to_string(p.max_len) + ": an image of this model is " + p_str +
+                       " patch tokens (give Bx" + p_str + ")");
     if (p.max_len > static_cast<std::size_t>(max_len))
       throw UsageError("length " + std::to_string(p.max_len) + " is longer than the model's " +
                        std::to_string(max_len) + " positions");
@@ -178,16 +206,19 @@ void run_bench(const BenchArgs& a) {
   const bool ce = !model.capabilities.embed && model.capabilities.score;
   // What an Engine runs for this model's default task (CLS pooling and cross-encoder heads run
   // the last layer for first tokens only, unless IL_FIRST_TOKEN=0).
-  const models::Programs programs =
-      ce ? models::scoring_programs(model.plan) : models::embedding_programs(model.plan, model.pooling);
-  const plan::View out_view = model.plan.output(ce ? "scores" : "embedding");
+  const models::Programs programs = images ? models::Programs{"image_encode", "image_head"}
+                                   : ce   ? models::scoring_programs(model.plan)
+                                          : models::embedding_programs(model.plan, model.pooling);
+  const plan::View out_view = model.plan.output(images ? "image_embedding" : ce ? "scores" : "embedding");
   const std::size_t threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
 
   // Energy of the timed runs, where the device counts it (NVIDIA GPUs): reported when they last
   // at least kMeteredSeconds, since the counter advances in steps of tens of milliseconds.
   constexpr double kMeteredSeconds = 1.0;
   const bool metered = exec->energy_joules().has_value();
-  const std::string task = ce ? "cross-encoder" : "embedding, " + std::string(pooling_name(model.pooling)) + " pooling";
+  const std::string task = images ? "image embedding, random pixels"
+                           : ce   ? "cross-encoder"
+                                  : "embedding, " + std::string(pooling_name(model.pooling)) + " pooling";
   if (!a.json) {
     std::printf("model %s (%s, %d layers, hidden %d)  programs %s + %s  device %s  dtype %s  threads %zu  iters %d\n%6s %6s %8s %10s %10s %12s",
                 name.c_str(), task.c_str(), model.layers, model.hidden, programs.encoder.c_str(),
@@ -198,7 +229,8 @@ void run_bench(const BenchArgs& a) {
   std::mt19937 rng(a.seed);
   std::vector<float> readback;
   for (const Point& p : points) {
-    const plan::Batch batch = random_batch(p, model.limits.vocab, rng);
+    const plan::Batch batch = images ? random_image_batch(p.batch, *model.image, rng)
+                                     : random_batch(p, model.limits.vocab, rng);
     readback.resize(batch.num_seqs() * out_view.cols);
     std::vector<double> ms;
     std::optional<double> joules_start;

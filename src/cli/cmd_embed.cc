@@ -2,6 +2,8 @@
 // ({"embedding": [...]} or, with --output-kind hidden, {"hidden": [[...] per token]}, or with
 // --output-kind tokens on a multi-vector (ColBERT) model, {"tokens": [[...] per kept token]}).
 // The input is read in chunks (a token budget or 256 lines), so memory stays flat on any size.
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/chunked.h"
+#include "cli/image_inputs.h"
 #include "cli/cli_common.h"
 #include "cli/jsonl_io.h"
 #include "cli/non_finite.h"
@@ -59,6 +62,8 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
                            std::size_t prompt_tokens, bool truncate, TextRole role) {
   std::string text;
   if (r.is_json) {
+    if (has_key(r.json, "pixel_values"))
+      throw input_error(r.where, "\"pixel_values\" given, but this model takes no images");
     check_fields(r.json, {"text", "input_ids", "token_type_ids"}, r.where);
     const bool has_text = has_key(r.json, "text");
     const bool has_ids = has_key(r.json, "input_ids");
@@ -121,6 +126,126 @@ void write_chunk(Engine& engine, const EmbedArgs& a, const std::vector<TokenInpu
   out.flush();
 }
 
+// What an image model's lines may be: with a text tower (SigLIP's joint folders) texts and token
+// ids as for any embedder (`text` set: how a text record becomes an input), else images only.
+struct TextLines {
+  std::string prefix;
+  std::size_t prompt_tokens = 0;
+  const InputChecker* checker = nullptr;
+};
+
+// An image model: each line is one image's pixel_values ({"embedding": [...]} out: the image
+// embedding; with --output-kind hidden {"hidden": [[...] per patch]}), or, where the model has a
+// text tower, a text or token ids as usual. Runs of lines of one kind are embedded together, in
+// order, so the output lines follow the input's.
+void run_image_embed(Engine& engine, const EmbedArgs& a, RecordSource& src, const std::optional<TextLines>& text) {
+  const ModelInfo& info = engine.info();
+  if (a.output_kind == "tokens") throw UsageError(a.engine.model + " has no per-token vectors");
+  if (a.output_kind == "pooled" && info.image_embedding_dim == 0)
+    throw UsageError(a.engine.model + " has no image pooling head: use --output-kind hidden");
+  OutputSink out(a.output);
+  Progress progress("embed", src.total_bytes(), !a.no_progress);
+  NonFiniteReport report("null");
+  const std::size_t patches = static_cast<std::size_t>(info.image_height / info.patch_size) *
+                              static_cast<std::size_t>(info.image_width / info.patch_size);
+  const std::size_t per_chunk =
+      std::max<std::size_t>(1, std::min<std::size_t>(kChunkLines, a.engine.max_batch_tokens / patches));
+  std::vector<ImageInput> images;
+  std::vector<TokenInput> texts;
+  std::size_t text_tokens = 0;
+  std::vector<std::string> where;
+  const auto flush_images = [&] {
+    if (images.empty()) return;
+    if (a.output_kind == "hidden") {
+      const std::vector<Matrix> states = engine.image_hidden_states(images);
+      for (std::size_t i = 0; i < states.size(); ++i) {
+        const Matrix& m = states[i];
+        report.check(m.data.data(), m.data.size(), where[i]);
+        std::string& b = out.buffer();
+        b += "{\"hidden\":[";
+        for (std::size_t t = 0; t < m.rows; ++t) {
+          if (t) b += ',';
+          append_floats(b, m.row(t), m.cols);
+        }
+        b += "]}";
+        out.end_line();
+      }
+    } else {
+      EmbedOptions o;
+      o.normalize = a.normalize;
+      o.dimensions = a.dimensions;
+      const Matrix m = engine.embed_images(images, o);
+      for (std::size_t r = 0; r < m.rows; ++r) {
+        report.check(m.row(r), m.cols, where[r]);
+        std::string& b = out.buffer();
+        b += "{\"embedding\":";
+        append_floats(b, m.row(r), m.cols);
+        b += '}';
+        out.end_line();
+      }
+    }
+    out.flush();
+    images.clear();
+    where.clear();
+  };
+  const auto flush_texts = [&] {
+    if (texts.empty()) return;
+    write_chunk(engine, a, texts, where, report, out);
+    texts.clear();
+    where.clear();
+    text_tokens = 0;
+  };
+  const auto flush = [&] {
+    flush_images();
+    flush_texts();
+    progress.update(src.records_read(), src.bytes_read());
+  };
+  InputRecord rec;
+  while (true) {
+    try {
+      if (!src.next(rec)) break;
+      if (!rec.is_json || !has_key(rec.json, "pixel_values")) {
+        if (!text)
+          throw input_error(rec.where, a.engine.model + " takes images only: expected {\"pixel_values\": "
+                                       "[[[...]]]} (one image's channels × height × width values)");
+        if (!images.empty()) flush();
+        TokenInput in = record_to_input(rec, engine, text->prefix, text->prompt_tokens, !a.no_truncate,
+                                        TextRole::kNone);
+        text->checker->check(in, rec.where);
+        text_tokens += in.ids.size();
+        texts.push_back(std::move(in));
+        where.push_back(rec.where);
+        if (texts.size() >= kChunkLines || text_tokens >= a.engine.max_batch_tokens) flush();
+        continue;
+      }
+      if (has_key(rec.json, "text") || has_key(rec.json, "input_ids"))
+        throw input_error(rec.where, "give either \"pixel_values\" or a text (\"text\" / \"input_ids\"), not both");
+      check_fields(rec.json, {"pixel_values"}, rec.where);
+      ImageInput im = image_input_from_json(rec.json, rec.where);
+      if (im.channels != static_cast<std::size_t>(info.image_channels) ||
+          im.height != static_cast<std::size_t>(info.image_height) ||
+          im.width != static_cast<std::size_t>(info.image_width))
+        throw input_error(rec.where, "pixel_values of " + std::to_string(im.channels) + " × " +
+                                         std::to_string(im.height) + " × " + std::to_string(im.width) +
+                                         ", but the model takes " + std::to_string(info.image_channels) + " × " +
+                                         std::to_string(info.image_height) + " × " +
+                                         std::to_string(info.image_width));
+      for (float v : im.pixels)
+        if (!std::isfinite(v)) throw input_error(rec.where, "\"pixel_values\" holds a value that is not finite");
+      if (!texts.empty()) flush();
+      images.push_back(std::move(im));
+      where.push_back(rec.where);
+      if (images.size() >= per_chunk) flush();
+    } catch (const UsageError&) {
+      flush();  // everything before the bad line is written: the output is an exact prefix
+      throw;
+    }
+  }
+  flush();
+  progress.finish();
+  report.finish(src.records_read());
+}
+
 void run_embed(const EmbedArgs& a) {
   if (!a.texts.empty() && !a.input.empty()) throw UsageError("give texts as arguments or --input, not both");
   const bool pooled = a.output_kind == "pooled";
@@ -129,6 +254,16 @@ void run_embed(const EmbedArgs& a) {
 
   auto engine = load_engine(a.engine);
   const ModelInfo& info = engine->info();
+  if (info.capabilities.image_input && !info.capabilities.embed && !info.capabilities.hidden_states) {
+    if (!a.texts.empty())
+      throw UsageError(a.engine.model + " takes images only: give {\"pixel_values\": ...} lines with --input");
+    if (a.pooling_given) throw UsageError("--pooling does not apply to image embeddings (the model's own head pools)");
+    if (a.dimensions > static_cast<std::size_t>(info.image_embedding_dim))
+      throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the image embedding size " +
+                       std::to_string(info.image_embedding_dim));
+    RecordSource src = RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format);
+    return run_image_embed(*engine, a, src, std::nullopt);
+  }
   if (pooled && info.capabilities.multi_vector && !info.capabilities.embed)
     throw UsageError(a.engine.model + " is a multi-vector (ColBERT) model: use --output-kind tokens (one vector "
                      "per token) or 'inferencelayer rerank' (MaxSim scores)");
@@ -151,6 +286,12 @@ void run_embed(const EmbedArgs& a) {
 
   RecordSource src = a.texts.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format)
                                      : RecordSource::from_texts(a.texts);
+  if (info.capabilities.image_input) {  // texts and images (SigLIP's joint folders)
+    if (a.dimensions > static_cast<std::size_t>(info.image_embedding_dim))
+      throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the image embedding size " +
+                       std::to_string(info.image_embedding_dim));
+    return run_image_embed(*engine, a, src, TextLines{prefix, prompt_tokens, &checker});
+  }
   OutputSink out(a.output);
   Progress progress("embed", src.total_bytes(), !a.no_progress);
   NonFiniteReport report("null");

@@ -68,6 +68,11 @@ nlohmann::ordered_json to_json(const ModelInfo& i) {
       i.default_prompt_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(i.default_prompt_name);
   j["include_prompt"] = i.include_prompt;
   j["random_weights"] = i.random_weights;
+  if (i.capabilities.image_input) {
+    j["image"] = {{"channels", i.image_channels}, {"height", i.image_height}, {"width", i.image_width},
+                  {"patch_size", i.patch_size}, {"embedding_dim", i.image_embedding_dim}};
+    if (i.has_logit) j["image"]["logit"] = {{"scale", i.logit_scale}, {"bias", i.logit_bias}};
+  }
   return j;
 }
 
@@ -117,6 +122,21 @@ void print_human(const ModelInfo& i) {
     const std::string dflt = k == i.default_prompt_name ? " (default)" : "";
     print_row(("prompt " + k).c_str(), nlohmann::json(v).dump() + dflt);
   }
+  if (i.capabilities.image_input) {
+    const int grid_rows = i.patch_size ? i.image_height / i.patch_size : 0;
+    const int grid_cols = i.patch_size ? i.image_width / i.patch_size : 0;
+    print_row("image input", std::to_string(i.image_channels) + " × " + std::to_string(i.image_height) + " × " +
+                                 std::to_string(i.image_width) + " pixel_values, " + std::to_string(grid_rows * grid_cols) +
+                                 " patches of " + std::to_string(i.patch_size) + " × " + std::to_string(i.patch_size));
+    print_row("image embedding", i.image_embedding_dim > 0 ? std::to_string(i.image_embedding_dim) + " dimensions"
+                                                          : std::string("none (no pooling head)"));
+    if (i.has_logit) {
+      char logit[128];
+      std::snprintf(logit, sizeof logit, "exp(%.6g) · cos(image, text) + %.6g", static_cast<double>(i.logit_scale),
+                    static_cast<double>(i.logit_bias));
+      print_row("pair logit", logit);
+    }
+  }
   if (i.random_weights) print_row("random weights", "yes: a demo/test model, its outputs carry no meaning");
 }
 
@@ -141,7 +161,8 @@ Command add_info_command(CLI::App& app) {
       "generate), hidden, layers, heads, kv_heads, intermediate, vocab, max_tokens, num_labels, labels\n"
       "(cross-encoders: the name of each output, from config.json id2label), output_dim, activation,\n"
       "dtype, parameters, weight_bytes, weight_mb, pooling, normalize, sentence_transformers,\n"
-      "tokenizer, prompts, default_prompt_name, random_weights.");
+      "tokenizer, prompts, default_prompt_name, random_weights; image models add image: {channels,\n"
+      "height, width, patch_size, embedding_dim, and logit: {scale, bias} for image-text models}.");
   cmd->add_option("-m,--model", a->model, "Hugging Face model folder")->required();
   cmd->add_flag("--json", a->json, "One JSON object instead of the table");
   return {cmd, [a] { run_info(*a); }};

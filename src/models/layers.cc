@@ -160,6 +160,8 @@ void for_each_view(plan::StepOp& op, F&& f) {
                  [&](plan::L2Step& s) { f(s.x); },
                  [&](plan::DisentangledAttentionStep& s) { f(s.q), f(s.k), f(s.v), f(s.out); },
                  [&](plan::ShortConvStep& s) { f(s.x), f(s.out); },
+                 [&](plan::PatchEmbedStep& s) { f(s.patches), f(s.out); },
+                 [&](plan::ProbeAttentionStep& s) { f(s.k), f(s.v), f(s.out); },
              },
              op);
 }

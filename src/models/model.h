@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inferencelayer/engine.h"
@@ -32,6 +33,16 @@ struct PairTemplate {
   std::string default_instruction;
 };
 
+// An image model's input (models/siglip.h): pixel_values of channels × height × width, cut into
+// patch × patch tiles (the runtime's patch rows, plan::Batch::patches).
+struct ImageGeometry {
+  int channels = 0, height = 0, width = 0, patch = 0;
+  int grid_rows() const { return patch ? height / patch : 0; }
+  int grid_cols() const { return patch ? width / patch : 0; }
+  std::size_t patches() const { return static_cast<std::size_t>(grid_rows()) * static_cast<std::size_t>(grid_cols()); }
+  std::size_t patch_dim() const { return static_cast<std::size_t>(channels) * patch * patch; }
+};
+
 struct BuiltModel {
   plan::Plan plan;
   Capabilities capabilities;
@@ -55,6 +66,16 @@ struct BuiltModel {
   // Multi-vector (PyLate ColBERT) folders: how queries and documents are tokenized; program
   // "tokens" writes output "tokens" (one normalised vector per token, embedding_dim wide).
   std::optional<ColbertConfig> colbert;
+  // Image models (capabilities.image_input): program "image_encode" writes output "image_hidden"
+  // (one row per patch), program "image_head" output "image_embedding" (one row per image,
+  // image_embedding_dim wide; 0: no head).
+  std::optional<ImageGeometry> image;
+  std::size_t image_embedding_dim = 0;
+  // Texts tokenized by the engine are padded to `first` tokens with id `second` (SigLIP's
+  // text tower, which attends to its pad tokens); token-id inputs are taken as given.
+  std::optional<std::pair<std::size_t, int32_t>> pad_texts;
+  // Image–text models (SigLIP): the stored logit_scale and logit_bias parameters.
+  std::optional<std::pair<float, float>> logit;
 };
 
 }  // namespace il::models

@@ -10,6 +10,7 @@
 #include "models/deberta.h"
 #include "models/qwen3.h"
 #include "models/lfm2.h"
+#include "models/siglip.h"
 
 namespace il::models {
 
@@ -41,6 +42,11 @@ const std::vector<Architecture>& architectures() {
        "hidden states so far, not their per-token vectors or MaxSim scores)",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_lfm2_config(j, s); }, build_lfm2_folder,
        build_lfm2_random},
+      {"siglip", {"siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model"},
+       "SigLIP: image embeddings (the MAP head) and image hidden states from SiglipModel / SiglipVisionModel "
+       "folders; SigLIP 2 refused with the reason",
+       [](const nlohmann::json& j, const std::string& s) { (void)parse_siglip_config(j, s); }, build_siglip_folder,
+       build_siglip_random},
   };
   return table;
 }

@@ -29,6 +29,8 @@
 #include "ops/rope.h"
 #include "ops/maxsim.h"
 #include "ops/short_conv.h"
+#include "ops/image_patches.h"
+#include "ops/probe_attention.h"
 #include "ops/tensor_view.h"
 
 namespace il::ops {
@@ -129,5 +131,14 @@ void short_conv_cuda(const ShortConvArgs& a, cudaStream_t stream);
 // keep on the device, the scores f32; one block per pair. Pair indices are not checked on the
 // device: the caller builds them from its own batch.
 void maxsim_cuda(const MaxSimArgs& a, cudaStream_t stream);
+
+// SigLIP's patch embedding around its GEMM (ops/image_patches.h): f32 patch rows (device) into
+// out's type with zeros on padding rows; position rows (table in out's type) added in place.
+void patch_rows_cuda(const PatchRowsArgs& a, cudaStream_t stream);
+void add_position_cuda(const AddPositionArgs& a, cudaStream_t stream);
+// Attention pooling with a learned query (ops/probe_attention.h): k, v, out of one element type,
+// q f32, seq_starts on the device; empty (padding) sequences get zero rows. Heads up to
+// kProbeAttentionMaxHeadDim wide.
+void probe_attention_cuda(const ProbeAttentionArgs& a, cudaStream_t stream);
 
 }  // namespace il::ops

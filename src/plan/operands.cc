@@ -68,6 +68,17 @@ Operands operands(const StepOp& op) {
                    o.writes = {s.out};
                    weight(s.w, WeightRole::kNorm, s.x);  // f32 in every mode, like a norm's scale
                  },
+                 [&](const PatchEmbedStep& s) {
+                   o.writes = {s.patches, s.out};
+                   weight(s.w, WeightRole::kGemm, s.patches);
+                   weight(s.bias, WeightRole::kGemmBias, s.patches);
+                   weight(s.position, WeightRole::kTable, s.out);
+                 },
+                 [&](const ProbeAttentionStep& s) {
+                   o.reads = {s.k, s.v};
+                   o.writes = {s.out};
+                   weight(s.query, WeightRole::kNorm, s.k);  // f32 in every mode, read whole by the kernel
+                 },
              },
              op);
   return o;

@@ -171,6 +171,8 @@ void check_batch(const Batch& batch, std::size_t max_tokens) {
   for (std::size_t s = 0; s < batch.key_limits.size(); ++s)
     check(batch.key_limits[s] >= 1, "batch: key limit ", batch.key_limits[s], " of sequence ", s,
           " hides every key");
+  check(batch.patches.empty() || (batch.patch_dim > 0 && batch.patches.size() == t * batch.patch_dim), "batch: ",
+        batch.patches.size(), " patch values for ", t, " tokens of ", batch.patch_dim);
   if (batch.pool_starts.empty()) return;
   check(batch.pool_starts.size() == b, "batch: ", batch.pool_starts.size(), " pool starts for ", b, " sequences");
   for (std::size_t s = 0; s < b; ++s)

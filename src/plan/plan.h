@@ -194,8 +194,30 @@ struct ShortConvStep {
   View out;
 };
 
+// Image patches in (a ViT's patch embedding, SigLIP's Conv2d of stride = kernel): the batch's
+// patch rows (Batch::patches, patch_dim values each) are written to `patches` (token rows in the
+// serving precision), then out = patches · wᵀ + bias + position[the token's position]: w is the
+// convolution's weight reshaped [out.cols, patch_dim], position a table of one row per patch
+// index (Batch::positions).
+struct PatchEmbedStep {
+  View patches;
+  WeightId w = kNoWeight, bias = kNoWeight, position = kNoWeight;
+  View out;
+};
+// Attention pooling with a learned query (SigLIP's MAP head): each sequence's one query is the
+// fixed row `query` (heads · head_dim values, f32, already projected and without the scale),
+// keys and values are every token row of the sequence; out gets one row per sequence (kSelected
+// or kSequences rows), heads side by side. scale multiplies q · k.
+struct ProbeAttentionStep {
+  WeightId query = kNoWeight;
+  View k, v;
+  std::size_t heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  View out;
+};
+
 using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step,
-                            DisentangledAttentionStep, ShortConvStep>;
+                            DisentangledAttentionStep, ShortConvStep, PatchEmbedStep, ProbeAttentionStep>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"
@@ -258,6 +280,11 @@ struct Batch {
   // convolution gives the masked rows zero (transformers zeroes a masked row's input before the
   // in-projection, so its C block is zero). Both backends (on CUDA the flash attention kernel takes them).
   std::vector<int32_t> key_limits;
+  // Image inputs (PatchEmbedStep): empty, or one row of patch_dim values per token, the token's
+  // image patch (channel-major, then kernel row, then kernel column, as a Conv2d weight's
+  // [C, P, P] is laid out). tokens still holds one (ignored) entry per patch token.
+  std::vector<float> patches;
+  std::size_t patch_dim = 0;
   std::size_t num_tokens() const { return tokens.size(); }
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }
 };

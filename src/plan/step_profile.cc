@@ -22,6 +22,8 @@ const char* op_name(const StepOp& op) {
                         [](const L2Step&) { return "l2"; },
                         [](const DisentangledAttentionStep&) { return "disentangled_attention"; },
                         [](const ShortConvStep&) { return "short_conv"; },
+                        [](const PatchEmbedStep&) { return "patch_embed"; },
+                        [](const ProbeAttentionStep&) { return "probe_attention"; },
                     },
                     op);
 }

@@ -19,6 +19,7 @@
 #include "ops/maxsim.h"
 #include "runtime/batching.h"
 #include "runtime/colbert_inputs.h"
+#include "runtime/image_batch.h"
 #include "runtime/model_info.h"
 #include "text/tokenizer.h"
 
@@ -80,6 +81,8 @@ class LocalEngine final : public Engine {
     if (model_.colbert && tokenizer_) colbert_ = runtime::resolve_colbert_tokens(*model_.colbert, *tokenizer_, dir);
     // The scratch always holds at least one maximal sequence, so any valid input fits a batch.
     max_batch_tokens_ = std::max<std::size_t>(options.max_batch_tokens, max_len_);
+    // ... and one image's patch tokens.
+    if (model_.image) max_batch_tokens_ = std::max(max_batch_tokens_, model_.image->patches());
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
     info_.backend = exec_->backend_name();
     info_.compute_dtype = exec_->compute_dtype();
@@ -90,7 +93,7 @@ class LocalEngine final : public Engine {
   std::optional<double> device_energy_joules() override { return exec_->energy_joules(); }
 
   TokenInput tokenize(std::string_view text, bool truncate) const override {
-    return to_input(tokenizer().encode(text, encode_options(truncate)));
+    return padded(to_input(tokenizer().encode(text, encode_options(truncate))));
   }
 
   TokenInput tokenize_pair(std::string_view first, std::string_view second,
@@ -101,7 +104,7 @@ class LocalEngine final : public Engine {
 
   TokenInput tokenize_with(std::string_view text, const TokenizeOptions& options) const override {
     if (options.role != TextRole::kNone) return colbert_tokenize(text, options);
-    return to_input(tokenizer().encode(text, encode_options(options)));
+    return padded(to_input(tokenizer().encode(text, encode_options(options))));
   }
 
   TokenInput tokenize_pair_with(std::string_view first, std::string_view second,
@@ -235,6 +238,56 @@ class LocalEngine final : public Engine {
     return out;
   }
 
+  // SigLIP's image embedding is its MAP head's output as transformers returns it
+  // (get_image_features / pooler_output): not normalised unless asked, as the folder has no
+  // Normalize module; the model normalises both sides only inside its pair logit.
+  Matrix embed_images(const std::vector<ImageInput>& images, const EmbedOptions& options) override {
+    check(model_.image.has_value(), "this model takes no images");
+    check(model_.image_embedding_dim > 0, "this vision model has no pooling head (vision_use_head false): it gives "
+          "image hidden states only");
+    check(!options.pooling.has_value(), "an image embedding is the model's attention-pooling head: no pooling option");
+    const std::size_t full = model_.image_embedding_dim;
+    check(options.dimensions <= full, "dimensions ", options.dimensions, " is larger than the image embedding size ",
+          full);
+    const std::size_t dim = options.dimensions ? options.dimensions : full;
+    const bool normalize = options.normalize.value_or(model_.normalize);
+    Matrix out(images.size(), dim);
+    std::vector<float> rows;
+    run_image_batches(images, [&](const plan::Batch& batch, std::size_t first) {
+      exec_->run("image_head");
+      rows.resize(batch.num_seqs() * full);
+      exec_->read(model_.plan.output("image_embedding"), rows.data());
+      for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
+        float* o = out.row(first + s);
+        std::copy_n(rows.data() + s * full, dim, o);
+        if (!normalize) continue;
+        double sq = 0.0;
+        for (std::size_t j = 0; j < dim; ++j) sq += static_cast<double>(o[j]) * o[j];
+        if (sq > 0.0)
+          for (std::size_t j = 0; j < dim; ++j) o[j] = static_cast<float>(o[j] / std::sqrt(sq));
+      }
+    });
+    return out;
+  }
+
+  std::vector<Matrix> image_hidden_states(const std::vector<ImageInput>& images) override {
+    check(model_.image.has_value(), "this model takes no images");
+    std::vector<Matrix> out(images.size());
+    const plan::View view = model_.plan.output("image_hidden");
+    const std::size_t h = view.cols, n = model_.image->patches();
+    std::vector<float> rows;
+    run_image_batches(images, [&](const plan::Batch& batch, std::size_t first) {
+      rows.resize(batch.num_tokens() * h);
+      exec_->read(view, rows.data());
+      for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
+        Matrix m(n, h);
+        std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(s * n * h), n * h, m.data.begin());
+        out[first + s] = std::move(m);
+      }
+    });
+    return out;
+  }
+
   std::vector<float> late_interaction(const TokenInput& query, const std::vector<TokenInput>& documents) override {
     check(info_.capabilities.multi_vector, "this model does not score by late interaction (it is not a "
           "multi-vector / ColBERT model)");
@@ -319,6 +372,13 @@ class LocalEngine final : public Engine {
   }
 
   static TokenInput to_input(text::Encoding&& e) { return {std::move(e.ids), std::move(e.type_ids)}; }
+  // A model that pads its texts (BuiltModel::pad_texts): pad ids up to the length, type ids 0.
+  TokenInput padded(TokenInput in) const {
+    if (!model_.pad_texts || in.ids.size() >= model_.pad_texts->first) return in;
+    if (!in.type_ids.empty()) in.type_ids.resize(model_.pad_texts->first, 0);
+    in.ids.resize(model_.pad_texts->first, model_.pad_texts->second);
+    return in;
+  }
   // A pair for a model without a segment table (ModernBERT): its tokenizer's template may still
   // give the second text type id 1, which transformers never passes to such a model (its
   // tokenizer returns no token_type_ids), so they are dropped rather than refused.
@@ -386,6 +446,21 @@ class LocalEngine final : public Engine {
       plan::Batch batch = runtime::make_batch(inputs, range, skip_prompts);
       exec_->set_batch(batch);
       exec_->run(encoder);
+      consume(batch, range.first);
+    }
+  }
+
+  // Validates the images, packs them in order into batches of whole images that fit the scratch,
+  // runs the vision tower for each and hands it to `consume` with the index of its first image.
+  template <typename F>
+  void run_image_batches(const std::vector<ImageInput>& images, F&& consume) {
+    const models::ImageGeometry& g = *model_.image;
+    runtime::validate_images(images, g);
+    std::lock_guard lock(mutex_);
+    for (const runtime::BatchRange& range : runtime::pack_images(images.size(), g.patches(), max_batch_tokens_)) {
+      const plan::Batch batch = runtime::make_image_batch(images, range, g);
+      exec_->set_batch(batch);
+      exec_->run("image_encode");
       consume(batch, range.first);
     }
   }

@@ -43,6 +43,18 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   i.prompts = model.st.prompts;
   i.include_prompt = model.st.include_prompt;
   i.default_prompt_name = model.st.default_prompt_name;
+  if (model.image) {
+    i.image_channels = model.image->channels;
+    i.image_height = model.image->height;
+    i.image_width = model.image->width;
+    i.patch_size = model.image->patch;
+    i.image_embedding_dim = static_cast<int>(model.image_embedding_dim);
+  }
+  if (model.logit) {
+    i.has_logit = true;
+    i.logit_scale = model.logit->first;
+    i.logit_bias = model.logit->second;
+  }
   return i;
 }
 

@@ -16,6 +16,8 @@
 #include "ops/pool.h"
 #include "ops/rope.h"
 #include "ops/short_conv.h"
+#include "ops/image_patches.h"
+#include "ops/probe_attention.h"
 #include "plan/operands.h"
 #include "plan/overloaded.h"
 
@@ -238,6 +240,32 @@ void CpuExecutor::execute(const plan::Step& step) {
                                  row_wise(step.name, op.x, {op.out}), op.out.cols, op.taps};
             if (!batch_.key_limits.empty()) a.key_limits = batch_.key_limits.data();
             ops::short_conv_cpu(a, pool_);
+          },
+          [&](const plan::PatchEmbedStep& op) {
+            check(!batch_.patches.empty() && batch_.patch_dim == op.patches.cols, "patch_embed ", step.name,
+                  ": the batch holds no patch rows of ", op.patches.cols, " values");
+            check(!selected(op.patches) && !selected(op.out), "patch_embed ", step.name, ": token rows only");
+            const std::size_t n = row_wise(step.name, op.patches, {op.out});
+            ops::patch_rows_cpu({batch_.patches.data(), n, n, op.patches.cols, tensor(op.patches)});
+            ops::gemm_packed_cpu({tensor(op.patches), &packed_.at(op.w), weight(op.bias), tensor(op.out), n,
+                                  Activation::kNone},
+                                 pool_);
+            ops::add_position_cpu({batch_.positions.data(), n, op.out.cols, weight(op.position), tensor(op.out)},
+                                  pool_);
+          },
+          [&](const plan::ProbeAttentionStep& op) {
+            check(!selected(op.k) && !selected(op.v), "probe_attention ", step.name, ": keys must be token rows");
+            ops::ProbeAttentionArgs a;
+            a.q = weight_f32(op.query);
+            a.k = tensor(op.k);
+            a.v = tensor(op.v);
+            a.out = tensor(op.out);
+            a.seq_starts = starts;
+            a.num_seqs = nseq;
+            a.heads = op.heads;
+            a.head_dim = op.head_dim;
+            a.scale = op.scale;
+            ops::probe_attention_cpu(a, pool_);
           },
       },
       step.op);

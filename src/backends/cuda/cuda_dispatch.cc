@@ -109,6 +109,40 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.key_limits = d_key_limits_;
             ops::short_conv_cuda(a, stream_);
           },
+          [&](const plan::PatchEmbedStep& op) {
+            check(patch_dim_ == op.patches.cols, "patch_embed ", step.name, ": no patch rows of ", op.patches.cols,
+                  " values uploaded");
+            check(!selected(op.patches) && !selected(op.out), "patch_embed ", step.name, ": token rows only");
+            // Over the launched rows (padding rows hold zero patches and position 0), so a captured
+            // graph depends on the bucket alone.
+            const std::size_t n = row_wise(step.name, op.patches, {op.out});
+            ops::patch_rows_cuda({reinterpret_cast<const float*>(patch_arena_.get()), n, n, op.patches.cols,
+                                  tensor(op.patches)},
+                                 stream_);
+            plan::GemmStep g;
+            g.x = op.patches;
+            g.w = op.w;
+            g.bias = op.bias;
+            g.y = op.out;
+            gemm_->run(gemm_args(step.name, g), stream_);
+            check(d_positions_ != nullptr, "patch_embed ", step.name, ": no positions uploaded");
+            ops::add_position_cuda({d_positions_, n, op.out.cols, weight(op.position, type_of(op.out)), tensor(op.out)},
+                                   stream_);
+          },
+          [&](const plan::ProbeAttentionStep& op) {
+            check(!selected(op.k) && !selected(op.v), "probe_attention ", step.name, ": keys must be token rows");
+            ops::ProbeAttentionArgs a;
+            a.q = norm_weight(op.query);
+            a.k = tensor(op.k);
+            a.v = tensor(op.v);
+            a.out = tensor(op.out);
+            a.seq_starts = d_starts_;
+            a.num_seqs = num_seqs_;
+            a.heads = op.heads;
+            a.head_dim = op.head_dim;
+            a.scale = op.scale;
+            ops::probe_attention_cuda(a, stream_);
+          },
       },
       step.op);
 }

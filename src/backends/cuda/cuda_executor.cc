@@ -119,7 +119,16 @@ void CudaExecutor::allocate(plan::Plan& plan) {
   // Positions go up with each batch only where a step reads them (rotary embeddings).
   for (const std::string& name : plan.program_names())
     for (const plan::Step& step : plan.program(name))
-      needs_positions_ = needs_positions_ || std::holds_alternative<plan::RopeStep>(step.op);
+      needs_positions_ = needs_positions_ || std::holds_alternative<plan::RopeStep>(step.op) ||
+                         std::holds_alternative<plan::PatchEmbedStep>(step.op);
+  // Patch rows go up with each batch where a step embeds image patches.
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      if (const auto* pe = std::get_if<plan::PatchEmbedStep>(&step.op)) {
+        check(patch_dim_ == 0 || patch_dim_ == pe->patches.cols, "cuda executor: patch embeddings of different widths");
+        patch_dim_ = pe->patches.cols;
+      }
+  if (patch_dim_ > 0) patch_arena_ = DeviceMemory(max_tokens_ * patch_dim_ * sizeof(float));
 
   // Batch ids (sequence offsets, tokens, type ids, pool starts, positions, key limits), device
   // side and pinned host side.
@@ -277,6 +286,16 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
                                 (bb + 1 + tb + types + pool_starts + positions + key_limits) * sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
+  if (patch_dim_ > 0 && !batch.patches.empty()) {
+    check(batch.patch_dim == patch_dim_, "cuda executor: patch rows of ", batch.patch_dim, " values, the plan takes ",
+          patch_dim_);
+    // From pageable memory: the call returns once the rows are staged, so the batch may go.
+    auto* d = reinterpret_cast<float*>(patch_arena_.get());
+    IL_CUDA_CHECK(cudaMemcpyAsync(d, batch.patches.data(), t * patch_dim_ * sizeof(float), cudaMemcpyHostToDevice,
+                                  stream_));
+    // Padding tokens get zero patches, so the launched rows stay finite whatever the bucket.
+    if (tb > t) IL_CUDA_CHECK(cudaMemsetAsync(d + t * patch_dim_, 0, (tb - t) * patch_dim_ * sizeof(float), stream_));
+  }
   num_tokens_ = tb;
   num_seqs_ = bb;
   max_seq_len_ = length_bucket(longest);

@@ -103,6 +103,10 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_key_limits_ = nullptr;   // null when every token is a key (plan::Batch::key_limits)
   int32_t* d_positions_ = nullptr;    // null unless a step reads positions (needs_positions_)
   bool needs_positions_ = false;
+  // Image models (plan::PatchEmbedStep): each batch's f32 patch rows, max_tokens rows of
+  // patch_dim_, padding rows zeroed (null and 0 without such a step).
+  DeviceMemory patch_arena_;
+  std::size_t patch_dim_ = 0;
   PinnedMemory batch_staging_, read_staging_;
   // maxsim(): pairs, keep bytes and scores on the device, and their pinned staging; grown to the
   // largest call.

@@ -1,0 +1,154 @@
+// SigLIP through the command line: `embed --input` with {"pixel_values": [[[...]]]} lines (one
+// image's C × H × W values, the parity form of image inputs) against transformers' image
+// embeddings (the MAP head's pooler_output) and, with --output-kind hidden, its post-layernorm
+// hidden states (tests/fixtures/siglip-joint and siglip-vision,
+// tools/oracle/make_siglip_fixtures.py); lines of the wrong kind or shape are refused naming the
+// line; pixel_values for a text-only model are refused.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+
+namespace il::cli_test {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kTolerance = 2e-5;  // as tests/oracle/siglip_test.cc (seen: 1.4e-6, 2.8e-6)
+
+std::vector<std::string> pixel_lines(const json& expected) {
+  std::vector<std::string> lines;
+  for (const auto& c : expected["image_cases"]) lines.push_back(json{{"pixel_values", c["pixel_values"]}}.dump());
+  return lines;
+}
+
+class SiglipCli : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SiglipCli, ImageEmbeddingsAndHiddenStatesMatchTransformers) {
+  const json expected = load_expected(GetParam());
+  const std::vector<std::string> lines = pixel_lines(expected);
+  ASSERT_EQ(lines.size(), 4u);
+  ScratchDir tmp;
+  const std::string input = tmp.write("images.jsonl", lines);
+  const auto r = run_cli(cli_args({"embed", "--model", fixture_path(GetParam()), "--input", input, "--device", "cpu"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto out = r.lines();
+  ASSERT_EQ(out.size(), lines.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto got = parse_line(out[i])["embedding"].get<std::vector<float>>();
+    EXPECT_LE(max_abs_diff(got, expected["image_cases"][i]["pooled"].get<std::vector<float>>()), kTolerance)
+        << "image " << i;
+  }
+  const auto h = run_cli(cli_args({"embed", "--model", fixture_path(GetParam()), "--input", input, "--output-kind",
+                                   "hidden", "--device", "cpu"}));
+  ASSERT_EQ(h.status, 0) << h.err;
+  const auto hout = h.lines();
+  ASSERT_EQ(hout.size(), lines.size());
+  for (std::size_t i = 0; i < hout.size(); ++i) {
+    const auto got = parse_line(hout[i])["hidden"].get<std::vector<std::vector<float>>>();
+    const auto want = expected["image_cases"][i]["hidden"].get<std::vector<std::vector<float>>>();
+    ASSERT_EQ(got.size(), want.size()) << "image " << i;
+    for (std::size_t t = 0; t < got.size(); ++t) EXPECT_LE(max_abs_diff(got[t], want[t]), kTolerance);
+  }
+}
+
+TEST_P(SiglipCli, RefusesLinesOfAnotherKindOrShape) {
+  const json expected = load_expected(GetParam());
+  std::vector<std::string> lines = pixel_lines(expected);
+  ScratchDir tmp;
+  const auto refused = [&](const std::vector<std::string>& in, const std::string& needle) {
+    const auto r = run_cli(cli_args({"embed", "--model", fixture_path(GetParam()), "--input",
+                                     tmp.write("bad.jsonl", in), "--device", "cpu"}));
+    EXPECT_NE(r.status, 0) << needle;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    return r;
+  };
+  // A text line among images: the image before it is written, then line 2 is refused.
+  const auto r = refused({lines[0], json{{"text", "a photo"}}.dump()}, "line 2");
+  EXPECT_EQ(r.lines().size(), 1u) << "the output is the exact prefix before the bad line";
+  refused({json{{"pixel_values", expected["image_cases"][0]["pixel_values"]}, {"text", "x"}}.dump()}, "text");
+  refused({json{{"pixel_values", json::array({json::array({json::array({1.0, 2.0})})})}}.dump()}, "1 × 1 × 2");
+  refused({json{{"pixel_values", json::array({json::array({json::array({1.0, 2.0}), json::array({1.0})})})}}.dump()},
+          "row 1");
+  if (GetParam() == "siglip-vision") refused({json{{"input_ids", {1, 2, 3}}}.dump()}, "takes images only");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, SiglipCli, ::testing::Values("siglip-joint", "siglip-vision"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+// The joint folder takes texts too: image lines and token-id lines mixed in one file come out in
+// the input's order, each as transformers gives it (image: the MAP head; text: the text tower's
+// pooled row, on ids padded to max_length as SiglipProcessor gives them).
+TEST(SiglipCli, JointFolderEmbedsImagesAndTokenIdsInOrder) {
+  const json expected = load_expected("siglip-joint");
+  const std::vector<std::string> images = pixel_lines(expected);
+  std::vector<std::string> lines;
+  std::vector<std::vector<float>> want;
+  for (std::size_t i = 0; i < 4; ++i) {
+    lines.push_back(images[i]);
+    want.push_back(expected["image_cases"][i]["pooled"].get<std::vector<float>>());
+    const auto& t = expected["text_cases"][i];
+    lines.push_back(json{{"input_ids", t["input_ids"]}}.dump());
+    want.push_back(t["pooled"].get<std::vector<float>>());
+  }
+  ScratchDir tmp;
+  const auto r = run_cli(cli_args({"embed", "--model", fixture_path("siglip-joint"), "--input",
+                                   tmp.write("mixed.jsonl", lines), "--device", "cpu"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto out = r.lines();
+  ASSERT_EQ(out.size(), want.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    EXPECT_LE(max_abs_diff(parse_line(out[i])["embedding"].get<std::vector<float>>(), want[i]), kTolerance)
+        << "line " << i + 1;
+}
+
+// bench/configs/siglip-base-patch16-224.json builds with random weights and runs its vision
+// tower on random images: 196 patch tokens an image; a length other than the patch count is
+// refused. (siglip-so400m-patch14-384.json, 2 × 400M parameters, is run by hand: 729 patches.)
+TEST(SiglipCli, BenchRunsTheVisionTowerOfSiglipBase) {
+  const std::string config =
+      (fixture_dir("siglip-joint").parent_path().parent_path().parent_path() / "bench" / "configs" /
+       "siglip-base-patch16-224.json")
+          .string();
+  const auto r = run_cli(cli_args({"bench", "--config", config, "--grid", "2x196", "--warmup", "0", "--iters", "1",
+                                   "--threads", "2"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_contains(r.out, {"siglip-base-patch16-224", "image embedding", "12 layers, hidden 768", "image_encode"});
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  expect_contains(lines[2], {" 2 ", " 196 ", " 392 "});
+  const auto bad = run_cli(cli_args({"bench", "--config", config, "--grid", "1x64", "--iters", "1"}));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("196 patch tokens"), std::string::npos) << bad.err;
+}
+
+TEST(SiglipCli, InfoDescribesTheImageInput) {
+  const auto r = run_cli(cli_args({"info", "--model", fixture_path("siglip-joint")}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_contains(r.out, {"image_input", "3 × 32 × 32 pixel_values, 16 patches of 8 × 8", "32 dimensions",
+                          "exp(2.48302) · cos(image, text) + -5.66187"});
+  const auto j = run_cli(cli_args({"info", "--model", fixture_path("siglip-vision"), "--json"}));
+  ASSERT_EQ(j.status, 0) << j.err;
+  const json info = parse_line(j.lines().at(0));
+  EXPECT_EQ(info["image"]["patch_size"], 8);
+  EXPECT_EQ(info["image"]["embedding_dim"], 32);
+  EXPECT_FALSE(info["image"].contains("logit")) << "the vision tower alone has no pair logit";
+}
+
+TEST(SiglipCli, PixelValuesForATextModelAreRefused) {
+  ScratchDir tmp;
+  const auto r = run_cli(cli_args({"embed", "--model", fixture_path("bert-mean"), "--input",
+                                   tmp.write("img.jsonl", {R"({"pixel_values": [[[0.5]]]})"}), "--device", "cpu"}));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("takes no images"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace il::cli_test

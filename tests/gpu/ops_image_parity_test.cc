@@ -1,0 +1,145 @@
+// SigLIP's two new ops on CUDA against the CPU ops, in every element type: the MAP head's
+// attention with a learned query (ops/probe_attention.h) over ragged batches (sequences of 1 and
+// of many keys, an empty padding sequence, which must give a zero row), odd head counts and
+// widths up to kProbeAttentionMaxHeadDim, and strided k / v windows; and the patch embedding's
+// row upload (zeros on padding rows) and position add (ops/image_patches.h). f16 / bf16 inputs
+// are rounded once and the CPU op gets the same values, so the kernels' own error is measured.
+// Tolerances: f32 1e-5 of the output's scale (an online softmax sums in another order and uses
+// expf on the device), f16 / bf16 4 unit roundoffs of the type (one rounding on the store plus
+// the f32 sums' error, far below a unit roundoff at these lengths).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "core/thread_pool.h"
+#include "gpu_test_util.h"
+#include "half_test_util.h"
+#include "ops/image_patches.h"
+#include "ops/ops_cuda.h"
+#include "ops/probe_attention.h"
+#include "../unit/reference.h"
+
+namespace il::test {
+namespace {
+
+constexpr float kSentinel = 0.75f;
+
+class TypedArray {
+ public:
+  TypedArray(const std::vector<float>& host, DType t) {
+    if (t == DType::kF32) {
+      f32_ = std::make_unique<DeviceArray<float>>(host);
+      values_ = host;
+    } else {
+      half_ = std::make_unique<HalfArray>(host, t);
+      values_ = half_->rounded();
+    }
+  }
+  ops::TensorView view(std::size_t offset = 0, std::size_t ld = 0) const {
+    return f32_ ? ops::f32_view(f32_->get() + offset, ld) : half_->view(offset, ld);
+  }
+  const std::vector<float>& values() const { return values_; }
+  std::vector<float> download() const { return f32_ ? f32_->download() : half_->download(); }
+
+ private:
+  std::unique_ptr<DeviceArray<float>> f32_;
+  std::unique_ptr<HalfArray> half_;
+  std::vector<float> values_;
+};
+
+class ImageOps : public ::testing::TestWithParam<DType> {
+ protected:
+  DType type() const { return GetParam(); }
+  double tol() const { return type() == DType::kF32 ? 1e-5 : 4.0 * unit_roundoff(type()); }
+};
+
+TEST_P(ImageOps, ProbeAttentionMatchesCpu) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  uint32_t seed = 220;
+  double worst = 0.0;
+  struct Shape {
+    std::size_t heads, head_dim;
+  };
+  for (const Shape sh : {Shape{1, 1}, Shape{3, 7}, Shape{4, 8}, Shape{16, 72}, Shape{5, 33}, Shape{2, 256}})
+    for (int layout = 0; layout < 2; ++layout) {
+      const std::vector<int32_t> lens = {1, 16, 729, 3, 0};  // the last: a padding sequence
+      std::vector<int32_t> starts = {0};
+      for (int32_t l : lens) starts.push_back(starts.back() + l);
+      const std::size_t tokens = static_cast<std::size_t>(starts.back()), w = sh.heads * sh.head_dim;
+      // 0: k | v dense side by side; 1: inside a wider buffer at odd columns.
+      const std::size_t ld = layout == 1 ? 2 * w + 7 : 2 * w, k_off = layout == 1 ? 3 : 0, v_off = k_off + w;
+      const std::size_t ldo = layout == 1 ? w + 5 : w, o_off = layout == 1 ? 1 : 0;
+      const TypedArray kv(random_vector(tokens * ld, seed++, 2.0f), type());
+      const std::vector<float> q = random_vector(w, seed++, 1.5f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+      std::vector<float> cpu_out(lens.size() * ldo, kSentinel);
+      ops::ProbeAttentionArgs a;
+      a.q = q.data();
+      a.k = ops::f32_view(kv.values().data() + k_off, ld);
+      a.v = ops::f32_view(kv.values().data() + v_off, ld);
+      a.out = ops::f32_view(cpu_out.data() + o_off, ldo);
+      a.seq_starts = starts.data();
+      a.num_seqs = lens.size();
+      a.heads = sh.heads;
+      a.head_dim = sh.head_dim;
+      a.scale = scale;
+      ops::probe_attention_cpu(a, pool);
+      const DeviceArray<float> dq(q);
+      const DeviceArray<int32_t> dstarts(starts);
+      const TypedArray gout(std::vector<float>(lens.size() * ldo, kSentinel), type());
+      ops::ProbeAttentionArgs g = a;
+      g.q = dq.get();
+      g.k = kv.view(k_off, ld);
+      g.v = kv.view(v_off, ld);
+      g.out = gout.view(o_off, ldo);
+      g.seq_starts = dstarts.get();
+      ops::probe_attention_cuda(g, nullptr);
+      const std::vector<float> got = gout.download();
+      const double err = rel_error(got, cpu_out);
+      worst = std::max(worst, err);
+      EXPECT_LE(err, tol()) << type_name(type()) << " heads=" << sh.heads << " head_dim=" << sh.head_dim
+                            << " layout=" << layout;
+      const std::size_t pad = lens.size() - 1;
+      for (std::size_t c = 0; c < w; ++c) ASSERT_EQ(got[pad * ldo + o_off + c], 0.0f) << "padding sequence";
+    }
+  std::printf("[probe_attention] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst, tol());
+}
+
+TEST_P(ImageOps, PatchRowsAndPositionsMatchCpu) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  for (std::size_t cols : {1, 3, 192, 589}) {
+    const std::size_t real = 37, launched = 48, ld = cols + 3;
+    const std::vector<float> rows = random_vector(real * cols, 31 + static_cast<uint32_t>(cols), 2.0f);
+    // The CPU reference in the type's values: rows rounded once as the kernel stores them.
+    const TypedArray rounded(rows, type());
+    std::vector<float> want(launched * ld, kSentinel);
+    ops::patch_rows_cpu({rounded.values().data(), real, launched, cols, ops::f32_view(want.data(), ld)});
+    const DeviceArray<float> drows(rows);
+    const TypedArray gout(std::vector<float>(launched * ld, kSentinel), type());
+    ops::patch_rows_cuda({drows.get(), real, launched, cols, gout.view(0, ld)}, nullptr);
+    const std::vector<float> got = gout.download();
+    EXPECT_EQ(rel_error(got, want), 0.0) << "patch rows, cols=" << cols;
+
+    const std::size_t table_rows = 29;
+    const TypedArray table(random_vector(table_rows * cols, 7 + static_cast<uint32_t>(cols), 1.0f), type());
+    std::vector<int32_t> pos(launched);
+    for (std::size_t r = 0; r < launched; ++r) pos[r] = static_cast<int32_t>((r * 7) % table_rows);
+    std::vector<float> cpu = got;  // add onto what the upload left, in f32
+    ops::add_position_cpu({pos.data(), launched, cols, ops::f32_view(table.values().data()), ops::f32_view(cpu.data(), ld)},
+                          pool);
+    const DeviceArray<int32_t> dpos(pos);
+    ops::add_position_cuda({dpos.get(), launched, cols, table.view(), gout.view(0, ld)}, nullptr);
+    const std::vector<float> after = gout.download();
+    // One rounding of the sum on the store (none in f32).
+    EXPECT_LE(rel_error(after, cpu), type() == DType::kF32 ? 0.0 : 2.0 * unit_roundoff(type())) << "cols=" << cols;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, ImageOps, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                         [](const auto& info) { return type_name(info.param); });
+
+}  // namespace
+}  // namespace il::test
