@@ -20,6 +20,7 @@
 #include "runtime/batching.h"
 #include "runtime/colbert_inputs.h"
 #include "runtime/image_batch.h"
+#include "runtime/image_loader.h"
 #include "runtime/model_info.h"
 #include "text/tokenizer.h"
 
@@ -86,6 +87,13 @@ class LocalEngine final : public Engine {
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
     info_.backend = exec_->backend_name();
     info_.compute_dtype = exec_->compute_dtype();
+    // Encoded images: the folder's preprocessor_config.json; a model built from a config alone
+    // (benchmarks) preprocesses as its release folder does.
+    if (model_.image)
+      image_loader_.emplace(random_weights ? std::filesystem::path() : dir, info_, options,
+                            random_weights ? std::optional(runtime::siglip_release_preprocessor(info_.image_height,
+                                                                                                 info_.image_width))
+                                           : std::nullopt);
   }
 
   const ModelInfo& info() const override { return info_; }
@@ -241,6 +249,11 @@ class LocalEngine final : public Engine {
   // SigLIP's image embedding is its MAP head's output as transformers returns it
   // (get_image_features / pooler_output): not normalised unless asked, as the folder has no
   // Normalize module; the model normalises both sides only inside its pair logit.
+  ImageInput load_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const override {
+    check(image_loader_.has_value(), "this model takes no images");
+    return image_loader_->load(bytes, name);
+  }
+
   Matrix embed_images(const std::vector<ImageInput>& images, const EmbedOptions& options) override {
     check(model_.image.has_value(), "this model takes no images");
     check(model_.image_embedding_dim > 0, "this vision model has no pooling head (vision_use_head false): it gives "
@@ -467,6 +480,7 @@ class LocalEngine final : public Engine {
 
   models::BuiltModel model_;
   std::optional<text::Tokenizer> tokenizer_;
+  std::optional<runtime::ImageLoader> image_loader_;  // image models
   std::optional<runtime::ColbertTokens> colbert_;  // multi-vector folders with a tokenizer
   std::unique_ptr<plan::Executor> exec_;
   ModelInfo info_;

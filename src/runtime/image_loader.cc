@@ -21,25 +21,30 @@ ImageLoader::ImageLoader(const std::filesystem::path& dir, const ModelInfo& info
       channels_(info.image_channels),
       height_(info.image_height),
       width_(info.image_width) {
+  // A folder whose processor we cannot run still serves pixel_values and texts: what is wrong
+  // is said when an encoded image arrives.
   const std::filesystem::path file = dir / "preprocessor_config.json";
-  if (!dir.empty() && std::filesystem::exists(file)) {
-    config_ = image::read_preprocessor_config(file);
-  } else if (default_config) {
-    config_ = std::move(default_config);
-  } else {
-    missing_ = (dir / "preprocessor_config.json").string() +
-               " is missing: without the folder's image processor settings images cannot be preprocessed "
-               "(send preprocessed pixel_values instead)";
-    return;
+  try {
+    if (!dir.empty() && std::filesystem::exists(file)) {
+      config_ = image::read_preprocessor_config(file);
+    } else if (default_config) {
+      config_ = std::move(default_config);
+    } else {
+      throw make_error(file.string(), " is missing: without the folder's image processor settings images cannot be "
+                       "preprocessed (send preprocessed pixel_values instead)");
+    }
+    // The processor's output size: the crop when it crops, else the resize.
+    const image::PreprocessorConfig& c = *config_;
+    const std::size_t h = c.do_center_crop ? c.crop_height : c.resize_height;
+    const std::size_t w = c.do_center_crop ? c.crop_width : c.resize_width;
+    if (h != 0 && w != 0)
+      check(h == static_cast<std::size_t>(height_) && w == static_cast<std::size_t>(width_), file.string(),
+            ": the processor makes ", h, "×", w, " images but the model takes ", height_, "×", width_);
+    check(channels_ == 3, file.string(), ": the model takes ", channels_, "-channel images; decoding gives RGB");
+  } catch (const Error& e) {
+    config_.reset();
+    missing_ = e.what();
   }
-  // The processor's output size: the crop when it crops, else the resize.
-  const image::PreprocessorConfig& c = *config_;
-  const std::size_t h = c.do_center_crop ? c.crop_height : c.resize_height;
-  const std::size_t w = c.do_center_crop ? c.crop_width : c.resize_width;
-  if (h != 0 && w != 0)
-    check(h == static_cast<std::size_t>(height_) && w == static_cast<std::size_t>(width_), file.string(),
-          ": the processor makes ", h, "×", w, " images but the model takes ", height_, "×", width_);
-  check(channels_ == 3, file.string(), ": the model takes ", channels_, "-channel images; decoding gives RGB");
 }
 
 ImageInput ImageLoader::load(const std::vector<std::uint8_t>& bytes, std::string_view name) const {

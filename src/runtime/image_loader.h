@@ -19,8 +19,8 @@ class ImageLoader {
  public:
   // The folder's preprocessor_config.json, checked against the model's input geometry
   // (info.image_channels / height / width). Without the file, `default_config` when given (a
-  // model built from a config alone: its release processor), else load() refuses, naming the
-  // folder.
+  // model built from a config alone: its release processor). A missing, unsupported or
+  // mismatched processor does not stop the model loading: load() refuses, saying why.
   ImageLoader(const std::filesystem::path& dir, const ModelInfo& info, const EngineOptions& options,
               std::optional<image::PreprocessorConfig> default_config);
 
