@@ -4,9 +4,13 @@
 // The input is read in chunks (a token budget or 256 lines), so memory stays flat on any size.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -19,7 +23,9 @@
 #include "cli/progress.h"
 #include "cli/text_inputs.h"
 #include "cli/token_inputs.h"
+#include "core/base64.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace il::cli {
 namespace {
@@ -41,7 +47,34 @@ struct EmbedArgs {
   bool no_truncate = false;
   bool no_progress = false;
   std::string role;  // --role: query or document (tokens only; PyLate's default is a query)
+  std::vector<std::string> images;  // --image files
 };
+
+// The encoded bytes of an image line: {"image": "path"} (read here, relative to the working
+// directory) or {"image_base64": "..."} (standard base64, or a data: URI).
+std::vector<std::uint8_t> encoded_image(const InputRecord& r) {
+  if (has_key(r.json, "image")) {
+    const std::string path = get_string(r.json, "image", r.where);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+      throw input_error(r.where, "image file '" + path + "' does not exist or is not a regular file");
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) throw input_error(r.where, "cannot read image file '" + path + "'");
+    return bytes;
+  }
+  if (!r.json.at("image_base64").is_string()) throw input_error(r.where, "\"image_base64\" must be a string");
+  std::string_view data = r.json.at("image_base64").get_ref<const std::string&>();
+  if (data.rfind("data:", 0) == 0) {
+    const std::size_t comma = data.find(',');
+    if (comma == std::string_view::npos || data.substr(0, comma).find(";base64") == std::string_view::npos)
+      throw input_error(r.where, "a data: URI must be base64 (data:image/...;base64,...)");
+    data.remove_prefix(comma + 1);
+  }
+  const std::optional<std::string> bytes = decode_base64(data);
+  if (!bytes) throw input_error(r.where, "\"image_base64\" is not valid base64 (standard alphabet, padded)");
+  return {bytes->begin(), bytes->end()};
+}
 
 // The text put before every text input: --prompt, --prompt-name, or the folder's default
 // prompt (sentence-transformers applies default_prompt_name when none is asked for).
@@ -62,8 +95,9 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
                            std::size_t prompt_tokens, bool truncate, TextRole role) {
   std::string text;
   if (r.is_json) {
-    if (has_key(r.json, "pixel_values"))
-      throw input_error(r.where, "\"pixel_values\" given, but this model takes no images");
+    for (const char* key : {"pixel_values", "image", "image_base64"})
+      if (has_key(r.json, key))
+        throw input_error(r.where, std::string("\"") + key + "\" given, but this model takes no images");
     check_fields(r.json, {"text", "input_ids", "token_type_ids"}, r.where);
     const bool has_text = has_key(r.json, "text");
     const bool has_ids = has_key(r.json, "input_ids");
@@ -151,11 +185,37 @@ void run_image_embed(Engine& engine, const EmbedArgs& a, RecordSource& src, cons
   const std::size_t per_chunk =
       std::max<std::size_t>(1, std::min<std::size_t>(kChunkLines, a.engine.max_batch_tokens / patches));
   std::vector<ImageInput> images;
+  // Encoded images of the chunk (image files, base64), decoded and preprocessed together on every
+  // core when the chunk is flushed: (index in `images`, bytes).
+  std::vector<std::pair<std::size_t, std::vector<std::uint8_t>>> encoded;
   std::vector<TokenInput> texts;
   std::size_t text_tokens = 0;
   std::vector<std::string> where;
+  std::unique_ptr<ThreadPool> decoders;
   const auto flush_images = [&] {
     if (images.empty()) return;
+    std::optional<std::pair<std::size_t, std::string>> failed;  // the first bad image: its index, why
+    if (!encoded.empty()) {
+      if (!decoders) decoders = std::make_unique<ThreadPool>(a.engine.threads);
+      std::vector<std::string> errors(encoded.size());
+      decoders->parallel_for(encoded.size(), 1, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) {
+          try {
+            images[encoded[i].first] = engine.load_image(encoded[i].second, where[encoded[i].first]);
+          } catch (const Error& e) {
+            errors[i] = e.what();
+          }
+        }
+      });
+      for (std::size_t i = 0; i < encoded.size() && !failed; ++i)
+        if (!errors[i].empty()) failed.emplace(encoded[i].first, errors[i]);
+      encoded.clear();
+      // Lines before the bad one are answered: the output stays an exact prefix of the input's.
+      if (failed) {
+        images.resize(failed->first);
+        if (images.empty()) throw input_error(where[failed->first], failed->second);
+      }
+    }
     if (a.output_kind == "hidden") {
       const std::vector<Matrix> states = engine.image_hidden_states(images);
       for (std::size_t i = 0; i < states.size(); ++i) {
@@ -186,6 +246,7 @@ void run_image_embed(Engine& engine, const EmbedArgs& a, RecordSource& src, cons
     }
     out.flush();
     images.clear();
+    if (failed) throw input_error(where[failed->first], failed->second);
     where.clear();
   };
   const auto flush_texts = [&] {
@@ -204,7 +265,9 @@ void run_image_embed(Engine& engine, const EmbedArgs& a, RecordSource& src, cons
   while (true) {
     try {
       if (!src.next(rec)) break;
-      if (!rec.is_json || !has_key(rec.json, "pixel_values")) {
+      const bool image_line = rec.is_json && (has_key(rec.json, "pixel_values") || has_key(rec.json, "image") ||
+                                              has_key(rec.json, "image_base64"));
+      if (!image_line) {
         if (!text)
           throw input_error(rec.where, a.engine.model + " takes images only: expected {\"pixel_values\": "
                                        "[[[...]]]} (one image's channels × height × width values)");
@@ -219,8 +282,19 @@ void run_image_embed(Engine& engine, const EmbedArgs& a, RecordSource& src, cons
         continue;
       }
       if (has_key(rec.json, "text") || has_key(rec.json, "input_ids"))
-        throw input_error(rec.where, "give either \"pixel_values\" or a text (\"text\" / \"input_ids\"), not both");
-      check_fields(rec.json, {"pixel_values"}, rec.where);
+        throw input_error(rec.where, "give either an image or a text (\"text\" / \"input_ids\"), not both");
+      check_fields(rec.json, {"pixel_values", "image", "image_base64"}, rec.where);
+      if (rec.json.size() != 1)
+        throw input_error(rec.where, "give one of \"pixel_values\", \"image\" or \"image_base64\"");
+      if (!has_key(rec.json, "pixel_values")) {  // encoded: decoded with the chunk
+        std::vector<std::uint8_t> bytes = encoded_image(rec);
+        if (!texts.empty()) flush();
+        encoded.emplace_back(images.size(), std::move(bytes));
+        images.emplace_back();
+        where.push_back(rec.where);
+        if (images.size() >= per_chunk) flush();
+        continue;
+      }
       ImageInput im = image_input_from_json(rec.json, rec.where);
       if (im.channels != static_cast<std::size_t>(info.image_channels) ||
           im.height != static_cast<std::size_t>(info.image_height) ||
@@ -248,6 +322,8 @@ void run_image_embed(Engine& engine, const EmbedArgs& a, RecordSource& src, cons
 
 void run_embed(const EmbedArgs& a) {
   if (!a.texts.empty() && !a.input.empty()) throw UsageError("give texts as arguments or --input, not both");
+  if (!a.images.empty() && (!a.texts.empty() || !a.input.empty()))
+    throw UsageError("give --image files, texts as arguments or --input, one of them");
   const bool pooled = a.output_kind == "pooled";
   if (!pooled && (a.pooling_given || a.normalize.has_value() || a.dimensions > 0))
     throw UsageError("--pooling, --normalize and --dimensions apply to --output-kind pooled only");
@@ -261,7 +337,8 @@ void run_embed(const EmbedArgs& a) {
     if (a.dimensions > static_cast<std::size_t>(info.image_embedding_dim))
       throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the image embedding size " +
                        std::to_string(info.image_embedding_dim));
-    RecordSource src = RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format);
+    RecordSource src = !a.images.empty() ? RecordSource::from_images(a.images)
+                                         : RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format);
     return run_image_embed(*engine, a, src, std::nullopt);
   }
   if (pooled && info.capabilities.multi_vector && !info.capabilities.embed)
@@ -284,8 +361,11 @@ void run_embed(const EmbedArgs& a) {
   const std::size_t prompt_tokens = engine->prompt_tokens(prefix);
   const InputChecker checker(info, static_cast<std::size_t>(info.max_tokens));
 
-  RecordSource src = a.texts.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format)
-                                     : RecordSource::from_texts(a.texts);
+  if (!a.images.empty() && !info.capabilities.image_input)
+    throw UsageError(a.engine.model + " takes no images");
+  RecordSource src = !a.images.empty() ? RecordSource::from_images(a.images)
+                     : a.texts.empty() ? RecordSource::from_input(a.input.empty() ? "-" : a.input, a.format)
+                                       : RecordSource::from_texts(a.texts);
   if (info.capabilities.image_input) {  // texts and images (SigLIP's joint folders)
     if (a.dimensions > static_cast<std::size_t>(info.image_embedding_dim))
       throw UsageError("--dimensions " + std::to_string(a.dimensions) + " is larger than the image embedding size " +
@@ -318,6 +398,8 @@ Command add_embed_command(CLI::App& app) {
       std::string("Inputs: TEXT arguments, or --input FILE ('-' or nothing = stdin) with one input per line:\n"
                   "  a text (txt format), or a JSON object {\"text\": \"...\"} or {\"input_ids\": [...],\n"
                   "  \"token_type_ids\": [...]} (jsonl format; token ids are used as given, no prompt).\n"
+                  "  Image models also take {\"image\": \"photo.jpg\"} (a file), {\"image_base64\": \"...\"} (or a\n"
+                  "  data: URI) and {\"pixel_values\": [[[...]]]} (one preprocessed channels × height × width image).\n"
                   "  Any other field is refused.\n"
                   "Output: one line per input, in input order. A bad line stops the run with an error naming\n"
                   "its line number and exit status 2.\n") +
@@ -325,9 +407,13 @@ Command add_embed_command(CLI::App& app) {
       "\n"
       "Examples:\n"
       "  inferencelayer embed -m ./bge-small \"hello world\" \"good morning\"\n"
-      "  inferencelayer embed -m ./bge-small -i docs.jsonl -o vectors.jsonl --dimensions 256");
+      "  inferencelayer embed -m ./bge-small -i docs.jsonl -o vectors.jsonl --dimensions 256\n"
+      "  inferencelayer embed -m ./siglip-base-patch16-224 --image cat.jpg dog.png");
   add_engine_options(*cmd, a->engine);
   cmd->add_option("text", a->texts, "Texts to embed (instead of --input)");
+  cmd->add_option("--image", a->images,
+                  "Image files to embed (JPEG, PNG, WebP; an image model: decoded and preprocessed as the folder's "
+                  "preprocessor_config.json says, in parallel)");
   cmd->add_option("-i,--input", a->input, "Input file, '-' for stdin (the default when no TEXT is given)");
   cmd->add_option("-o,--output", a->output, "Output JSONL file, '-' for stdout")->capture_default_str();
   add_format_option(*cmd, a->format);

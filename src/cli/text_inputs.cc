@@ -38,6 +38,13 @@ RecordSource RecordSource::from_texts(std::vector<std::string> texts) {
   return s;
 }
 
+RecordSource RecordSource::from_images(std::vector<std::string> files) {
+  RecordSource s;
+  s.texts_ = std::move(files);
+  s.images_ = true;
+  return s;
+}
+
 RecordSource RecordSource::from_input(const std::string& path, InputFormat format) {
   RecordSource s;
   s.reader_ = std::make_unique<LineReader>(path);
@@ -64,10 +71,10 @@ bool RecordSource::next(InputRecord& record) {
   std::string line;
   if (!reader_) {
     if (count_ >= texts_.size()) return false;
-    record.where = "text argument " + std::to_string(count_ + 1);
-    record.is_json = false;
-    record.text = texts_[count_];
-    record.json = nullptr;
+    record.where = (images_ ? "image argument " : "text argument ") + std::to_string(count_ + 1);
+    record.is_json = images_;
+    record.text = images_ ? std::string() : texts_[count_];
+    record.json = images_ ? nlohmann::json{{"image", texts_[count_]}} : nlohmann::json(nullptr);
     ++count_;
     return true;
   }

@@ -44,6 +44,8 @@ class RecordSource {
  public:
   // Positional arguments: always texts, never parsed as JSON.
   static RecordSource from_texts(std::vector<std::string> texts);
+  // --image arguments: each a record {"image": path}, named "image argument N".
+  static RecordSource from_images(std::vector<std::string> files);
   // A file, or stdin for "-", read line by line.
   static RecordSource from_input(const std::string& path, InputFormat format);
 
@@ -55,6 +57,7 @@ class RecordSource {
 
  private:
   std::vector<std::string> texts_;
+  bool images_ = false;  // texts_ holds --image files
   std::unique_ptr<LineReader> reader_;
   InputFormat format_ = InputFormat::kTxt;
   std::deque<std::string> lookahead_;  // lines read ahead to decide the format of stdin

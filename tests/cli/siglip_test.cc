@@ -6,10 +6,13 @@
 // line; pixel_values for a text-only model are refused.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "cli_test_util.h"
+#include "core/base64.h"
 
 namespace il::cli_test {
 namespace {
@@ -148,6 +151,81 @@ TEST(SiglipCli, PixelValuesForATextModelAreRefused) {
                                    tmp.write("img.jsonl", {R"({"pixel_values": [[[0.5]]]})"}), "--device", "cpu"}));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("takes no images"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace il::cli_test
+
+namespace il::cli_test {
+namespace {
+
+// Image files, base64 and pixel_values through `embed`: the embeddings transformers gives for the
+// files (tests/fixtures/siglip-joint/expected_images.json, tools/oracle/make_siglip_image_fixtures.py).
+std::string image_path(const std::string& rel) { return (fixture_dir("siglip-joint").parent_path() / rel).string(); }
+
+std::string base64_of_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  il::append_base64(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return out;
+}
+
+TEST(SiglipCliImages, ImageFilesAndBase64GiveTransformersEmbeddings) {
+  std::ifstream in(fixture_path("siglip-joint") + "/expected_images.json");
+  const json expected = json::parse(in);
+  std::vector<std::string> files;
+  for (const auto& c : expected["images"]) files.push_back(image_path(c["file"].get<std::string>()));
+  std::vector<std::string> args = {"embed", "--model", fixture_path("siglip-joint"), "--device", "cpu", "--image"};
+  args.insert(args.end(), files.begin(), files.end());
+  const auto r = run_cli(cli_args(args));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto out = r.lines();
+  ASSERT_EQ(out.size(), files.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    EXPECT_LE(max_abs_diff(parse_line(out[i])["embedding"].get<std::vector<float>>(),
+                           expected["images"][i]["embedding"].get<std::vector<float>>()),
+              kTolerance)
+        << files[i];
+  // The same as JSON lines: a path, base64, a data: URI, in one run with a chunk boundary between.
+  std::vector<std::string> lines = {json{{"image", files[0]}}.dump(), json{{"image_base64", base64_of_file(files[1])}}.dump(),
+                                    json{{"image_base64", "data:image/jpeg;base64," + base64_of_file(files[2])}}.dump()};
+  ScratchDir tmp;
+  const auto j = run_cli(cli_args({"embed", "--model", fixture_path("siglip-joint"), "--device", "cpu", "--input",
+                                   tmp.write("images.jsonl", lines), "--max-batch-tokens", "32"}));
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto jout = j.lines();
+  ASSERT_EQ(jout.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_LE(max_abs_diff(parse_line(jout[i])["embedding"].get<std::vector<float>>(),
+                           expected["images"][i]["embedding"].get<std::vector<float>>()),
+              kTolerance)
+        << "line " << i + 1;
+}
+
+TEST(SiglipCliImages, ABadImageStopsTheRunAfterTheLinesBeforeIt) {
+  ScratchDir tmp;
+  const std::string good = image_path("images/png_p8.png");
+  const std::vector<std::string> lines = {json{{"image", good}}.dump(), json{{"image", good}}.dump(),
+                                          json{{"image", image_path("images/png_truncated.png")}}.dump(),
+                                          json{{"image", good}}.dump()};
+  const auto r = run_cli(cli_args({"embed", "--model", fixture_path("siglip-joint"), "--device", "cpu", "--input",
+                                   tmp.write("images.jsonl", lines)}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.lines().size(), 2u) << "the two lines before the bad one are answered";
+  EXPECT_NE(r.err.find("input line 3"), std::string::npos) << r.err;
+  const auto missing = run_cli(cli_args({"embed", "--model", fixture_path("siglip-joint"), "--device", "cpu",
+                                         "--image", (tmp.path() / "nope.jpg").string()}));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("nope.jpg"), std::string::npos) << missing.err;
+  const auto bad64 = run_cli(cli_args({"embed", "--model", fixture_path("siglip-joint"), "--device", "cpu", "--input",
+                                       tmp.write("b.jsonl", {R"({"image_base64": "not base64!"})"})}));
+  EXPECT_EQ(bad64.status, 2);
+  EXPECT_NE(bad64.err.find("base64"), std::string::npos) << bad64.err;
+  const auto text_model = run_cli(cli_args({"embed", "--model", fixture_path("bert-mean"), "--device", "cpu",
+                                            "--image", good}));
+  EXPECT_EQ(text_model.status, 2);
+  EXPECT_NE(text_model.err.find("takes no images"), std::string::npos) << text_model.err;
 }
 
 }  // namespace
