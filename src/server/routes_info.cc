@@ -49,6 +49,12 @@ std::optional<ModelCall> info(Context &ctx, HttpResponse &res) {
            {"output_dim", m.output_dim},
            {"prompts", m.prompts},
            {"include_prompt", m.include_prompt}};
+  if (m.capabilities.image_input) {
+    out["image"] = {{"channels", m.image_channels}, {"height", m.image_height}, {"width", m.image_width},
+                    {"patch_size", m.patch_size}, {"embedding_dim", m.image_embedding_dim},
+                    {"image_workers", ctx.image_workers.size()}};
+    if (m.has_logit) out["image"]["logit"] = {{"scale", m.logit_scale}, {"bias", m.logit_bias}};
+  }
   reply_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));
   return std::nullopt;
 }
@@ -56,12 +62,27 @@ std::optional<ModelCall> info(Context &ctx, HttpResponse &res) {
 std::optional<ModelCall> health(Context &ctx) {
   // Token ids 0 and 1 exist in every vocabulary; no tokenizer is involved, so
   // the answer speaks for the engine and the inference thread alone.
-  TokenInput probe;
-  probe.ids = {0, 1 < ctx.engine.info().vocab ? 1 : 0};
+  // A model of images alone (a vision tower) gets a black image of its size.
+  const ModelInfo &info = ctx.engine.info();
+  const Capabilities &c = info.capabilities;
   ModelCall call;
-  call.kind = ctx.engine.info().capabilities.embed ? JobKind::kPooled
-                                                   : JobKind::kScores;
-  call.inputs = {probe};
+  if (c.embed || c.score || c.multi_vector || c.hidden_states) {
+    TokenInput probe;
+    probe.ids = {0, 1 < info.vocab ? 1 : 0};
+    call.kind = c.embed ? JobKind::kPooled
+                : c.score ? JobKind::kScores
+                : c.multi_vector ? JobKind::kTokens
+                                 : JobKind::kHidden;
+    call.inputs = {probe};
+  } else {
+    ImageInput black;
+    black.channels = static_cast<std::size_t>(info.image_channels);
+    black.height = static_cast<std::size_t>(info.image_height);
+    black.width = static_cast<std::size_t>(info.image_width);
+    black.pixels.assign(black.channels * black.height * black.width, 0.0f);
+    call.kind = info.image_embedding_dim > 0 ? JobKind::kImagePooled : JobKind::kImageHidden;
+    call.images = {std::move(black)};
+  }
   call.answer = [](Job &, HttpResponse &res, Timings &) { res.status = 200; };
   call.failure_status = 503;
   call.failure_type = "Unhealthy";

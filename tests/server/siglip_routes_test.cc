@@ -1,0 +1,182 @@
+// Images through the server on SigLIP: /embed, /v1/embeddings and /embed_all with {"image": ...}
+// items (data: URIs and bare base64), against transformers' embeddings of the fixture files
+// (tests/fixtures/siglip-joint/expected_images.json) and the CLI's hidden states; refusals of
+// URLs, bad base64 and broken images naming the item; and, on a random-weights joint config with
+// a tokenizer, /image_text_scores against the embeddings the server gives for the same inputs
+// (logit = exp(logit_scale) · cos + logit_bias, probability its sigmoid) and mixed image / text
+// batches answered in the request's order.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/base64.h"
+#include "server_test_util.h"
+
+namespace il::server_test {
+namespace {
+
+constexpr double kTol = 2e-5;  // the vision tower's parity tolerance (tests/oracle/siglip_test.cc)
+
+std::filesystem::path fixtures() { return cli_test::fixture_dir("siglip-joint").parent_path(); }
+
+std::string base64_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  il::append_base64(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return out;
+}
+
+std::vector<float> unit(std::vector<float> v) {
+  double s = 0;
+  for (float x : v) s += static_cast<double>(x) * x;
+  for (float& x : v) x = static_cast<float>(x / std::sqrt(s));
+  return v;
+}
+
+json expected_images() {
+  std::ifstream in(fixtures() / "siglip-joint" / "expected_images.json");
+  return json::parse(in);
+}
+
+class SiglipRoutes : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess("siglip-joint", {"--image-workers", "3"}); }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->terminate(), 0);
+    delete server_;
+  }
+  void SetUp() override { ASSERT_TRUE(server_->started()); }
+  static ServerProcess* server_;
+};
+ServerProcess* SiglipRoutes::server_ = nullptr;
+
+TEST_F(SiglipRoutes, EmbedAndOpenAiGiveTransformersImageEmbeddings) {
+  const json e = expected_images();
+  json items = json::array();
+  for (std::size_t i = 0; i < e["images"].size(); ++i) {
+    const std::string b64 = base64_file(fixtures() / e["images"][i]["file"].get<std::string>());
+    items.push_back({{"image", i % 2 ? b64 : "data:image/x;base64," + b64}});
+  }
+  auto c = server_->client();
+  const json raw = body_of(post(c, "/embed", {{"inputs", items}, {"normalize", false}}));
+  ASSERT_EQ(raw.size(), items.size());
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    EXPECT_LE(max_abs_diff(raw[i].get<std::vector<float>>(), e["images"][i]["embedding"].get<std::vector<float>>()),
+              kTol)
+        << e["images"][i]["file"];
+  const json oa = body_of(post(c, "/v1/embeddings", {{"input", items[0]}}));
+  ASSERT_EQ(oa["data"].size(), 1u);
+  EXPECT_LE(max_abs_diff(oa["data"][0]["embedding"].get<std::vector<float>>(),
+                         unit(e["images"][0]["embedding"].get<std::vector<float>>())),
+            kTol);
+  const json info = body_of(c.Get("/info"));
+  EXPECT_EQ(info["image"]["height"], 32);
+  EXPECT_EQ(info["image"]["image_workers"], 3);
+  const auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST_F(SiglipRoutes, EmbedAllGivesTheCliHiddenStates) {
+  const std::filesystem::path file = fixtures() / "images" / "jpeg_exif_6.jpg";
+  auto c = server_->client();
+  const json h = body_of(post(c, "/embed_all", {{"inputs", json::array({{{"image", base64_file(file)}}})}}));
+  const auto r = cli_test::run_cli(cli_test::cli_args({"embed", "--model", fixture_path("siglip-joint"), "--device", "cpu",
+                                             "--output-kind", "hidden", "--image", file.string()}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json want = json::parse(r.lines().at(0))["hidden"];
+  ASSERT_EQ(h.size(), 1u);
+  ASSERT_EQ(h[0].size(), want.size());
+  for (std::size_t t = 0; t < want.size(); ++t)
+    EXPECT_LE(max_abs_diff(h[0][t].get<std::vector<float>>(), want[t].get<std::vector<float>>()), 1e-6);
+}
+
+TEST_F(SiglipRoutes, BadImagesAre422NamingTheItem) {
+  auto c = server_->client();
+  const std::string good = base64_file(fixtures() / "images" / "png_p8.png");
+  const std::string broken = base64_file(fixtures() / "images" / "png_truncated.png");
+  const auto error_of = [&](const json& items) {
+    const auto r = post(c, "/embed", {{"inputs", items}});
+    expect_error(r, 422, "Validation");
+    return r ? json::parse(r->body)["error"].get<std::string>() : std::string();
+  };
+  EXPECT_NE(error_of(json::array({{{"image", "https://example.com/cat.jpg"}}})).find("fetches no URLs"),
+            std::string::npos);
+  EXPECT_NE(error_of(json::array({{{"image", good}}, {{"image", "%%%"}}})).find("item 1"), std::string::npos);
+  EXPECT_NE(error_of(json::array({{{"image", good}}, {{"image", broken}}})).find("'inputs' item 1"), std::string::npos);
+  EXPECT_NE(error_of(json::array({{{"image", "data:image/png,abc"}}})).find("base64"), std::string::npos);
+  // A vision-only question on a folder without a tokenizer is still answered for images after it.
+  const json ok = body_of(post(c, "/embed", {{"inputs", json::array({{{"image", good}}})}}));
+  EXPECT_EQ(ok.size(), 1u);
+}
+
+// A joint config with random weights and a tokenizer: texts and images in one request.
+class SiglipScores : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                     ("il_siglip_scores_" + std::to_string(::getpid())));
+    std::filesystem::create_directories(*dir_);
+    const json cfg = {
+        {"model_type", "siglip"},
+        {"text_config", {{"vocab_size", 800}, {"hidden_size", 32}, {"intermediate_size", 40}, {"num_hidden_layers", 1},
+                         {"num_attention_heads", 2}, {"max_position_embeddings", 24}, {"pad_token_id", 3}}},
+        {"vision_config", {{"hidden_size", 32}, {"intermediate_size", 40}, {"num_hidden_layers", 1},
+                           {"num_attention_heads", 2}, {"image_size", 32}, {"patch_size", 8}}}};
+    std::ofstream(*dir_ / "config.json") << cfg.dump();
+    server_ = new ServerProcess("", {"--config", (*dir_ / "config.json").string(), "--tokenizer",
+                                     fixture_path("bert-mean")});
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->terminate(), 0);
+    delete server_;
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_TRUE(server_->started()); }
+  static ServerProcess* server_;
+  static std::filesystem::path* dir_;
+};
+ServerProcess* SiglipScores::server_ = nullptr;
+std::filesystem::path* SiglipScores::dir_ = nullptr;
+
+TEST_F(SiglipScores, PairLogitsAreScaledCosinesOfTheEmbeddings) {
+  auto c = server_->client();
+  const std::vector<std::string> images = {base64_file(fixtures() / "images" / "jpeg_420_big.jpg"),
+                                           base64_file(fixtures() / "images" / "webp_lossy.webp")};
+  const std::vector<std::string> texts = {"a photo of a cat", "a page of text", "x"};
+  const json scores = body_of(post(c, "/image_text_scores", {{"images", images}, {"texts", texts}}));
+  const json info = body_of(c.Get("/info"));
+  const double scale = std::exp(info["image"]["logit"]["scale"].get<double>());
+  const double bias = info["image"]["logit"]["bias"].get<double>();
+  // Mixed: texts and images in one /embed request, answered in order.
+  const json mixed = body_of(post(c, "/embed", {{"inputs", json::array({texts[0], {{"image", images[0]}}, {{"text", texts[1]}},
+                                                                        {{"image", images[1]}}, texts[2]})}}));
+  ASSERT_EQ(mixed.size(), 5u);
+  const std::vector<std::vector<float>> img = {mixed[1].get<std::vector<float>>(), mixed[3].get<std::vector<float>>()};
+  const std::vector<std::vector<float>> txt = {mixed[0].get<std::vector<float>>(), mixed[2].get<std::vector<float>>(),
+                                               mixed[4].get<std::vector<float>>()};
+  // Each item alone gives the same vector as in the mixed batch.
+  EXPECT_LE(max_abs_diff(body_of(post(c, "/embed", {{"inputs", texts[1]}}))[0].get<std::vector<float>>(), txt[1]), 1e-6);
+  EXPECT_LE(max_abs_diff(body_of(post(c, "/embed", {{"inputs", {{"image", images[1]}}}}))[0].get<std::vector<float>>(),
+                         img[1]),
+            1e-6);
+  ASSERT_EQ(scores["logits"].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) {
+      double dot = 0;
+      for (std::size_t k = 0; k < img[i].size(); ++k) dot += static_cast<double>(img[i][k]) * txt[j][k];
+      const double logit = scale * dot + bias;
+      EXPECT_NEAR(scores["logits"][i][j].get<double>(), logit, 1e-4 * std::max(1.0, std::abs(logit)));
+      EXPECT_NEAR(scores["probabilities"][i][j].get<double>(), 1.0 / (1.0 + std::exp(-logit)), 1e-5);
+    }
+  expect_error(post(c, "/image_text_scores", {{"images", images}}), 422, "Validation");
+  expect_error(post(c, "/image_text_scores", {{"images", images}, {"texts", texts}, {"top_k", 1}}), 422, "Validation");
+}
+
+}  // namespace
+}  // namespace il::server_test
