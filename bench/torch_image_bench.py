@@ -106,6 +106,8 @@ def main():
     ap.add_argument("--e2e", action="store_true", help="also time JPEG bytes -> vectors")
     ap.add_argument("--jpeg", default="640x480", help="WxH of the synthetic JPEGs")
     ap.add_argument("--name", default=None)
+    ap.add_argument("--save-jpegs", default=None, metavar="DIR",
+                    help="write the e2e JPEGs of the largest batch here (for inferencelayer bench --images)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -137,6 +139,10 @@ def main():
         if processor is None:
             continue
         jpegs = synthetic_jpegs(b, jw, jh, seed=b)
+        if args.save_jpegs:
+            Path(args.save_jpegs).mkdir(parents=True, exist_ok=True)
+            for i, j in enumerate(jpegs):
+                Path(args.save_jpegs, f"img_{i:03d}.jpg").write_bytes(j)
 
         def e2e():
             imgs = [ImageOps.exif_transpose(Image.open(io.BytesIO(j))).convert("RGB") for j in jpegs]

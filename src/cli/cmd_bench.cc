@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <random>
@@ -21,10 +22,14 @@
 #include "backends/cuda/cuda_backend.h"
 #include "cli/cli_common.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "io/json_util.h"
 #include "models/embedding_head.h"
 #include "models/registry.h"
+#include "image/decode.h"
+#include "image/preprocess.h"
 #include "runtime/image_batch.h"
+#include "runtime/image_loader.h"
 
 namespace il::cli {
 namespace {
@@ -43,6 +48,7 @@ struct BenchArgs {
   int iters = 10;
   bool json = false;
   unsigned seed = 1234;
+  std::vector<std::string> images;  // --images: encoded files for the end-to-end points
 };
 
 struct Point {
@@ -159,6 +165,31 @@ plan::Batch random_image_batch(std::size_t images, const models::ImageGeometry& 
   return runtime::make_image_batch(in, {0, images}, g);
 }
 
+// The encoded image files of --images (files, or every regular file of a folder, sorted), in memory.
+std::vector<std::vector<std::uint8_t>> read_image_files(const std::vector<std::string>& args) {
+  std::vector<std::filesystem::path> files;
+  for (const std::string& s : args) {
+    if (std::filesystem::is_directory(s)) {
+      std::vector<std::filesystem::path> in_dir;
+      for (const auto& e : std::filesystem::directory_iterator(s))
+        if (e.is_regular_file()) in_dir.push_back(e.path());
+      std::sort(in_dir.begin(), in_dir.end());
+      files.insert(files.end(), in_dir.begin(), in_dir.end());
+    } else if (std::filesystem::is_regular_file(s)) {
+      files.emplace_back(s);
+    } else {
+      throw UsageError("--images " + s + ": no such file or folder");
+    }
+  }
+  if (files.empty()) throw UsageError("--images: no files");
+  std::vector<std::vector<std::uint8_t>> out;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    out.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return out;
+}
+
 void run_bench(const BenchArgs& a) {
   if (a.model.empty() == a.config.empty()) throw UsageError("give exactly one of --model DIR or --config FILE");
   std::string name;
@@ -228,7 +259,67 @@ void run_bench(const BenchArgs& a) {
   }
   std::mt19937 rng(a.seed);
   std::vector<float> readback;
+  // End to end from encoded files (--images): per point, B files (cycling through them) decoded
+  // and preprocessed as the model's release processor does, in parallel on every hardware thread
+  // (the server's image workers), then the vision tower; the clock runs from bytes in memory to
+  // vectors on the host.
+  std::vector<std::vector<std::uint8_t>> files;
+  std::unique_ptr<ThreadPool> decoders;
+  if (!a.images.empty()) {
+    if (!images) throw UsageError("--images applies to an image model with a pooling head");
+    files = read_image_files(a.images);
+    decoders = std::make_unique<ThreadPool>(0);
+  }
   for (const Point& p : points) {
+    if (!files.empty()) {
+      const models::ImageGeometry& g = *model.image;
+      const image::PreprocessorConfig pre = runtime::siglip_release_preprocessor(
+          static_cast<int>(g.height), static_cast<int>(g.width));
+      const image::DecodeLimits limits{64u << 20, 89'478'485};
+      std::vector<ImageInput> in(p.batch);
+      std::vector<double> ms;
+      for (int i = 0; i < a.warmup + a.iters; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<std::string> errors(p.batch);  // a worker must not throw: said after the loop
+        decoders->parallel_for(p.batch, 1, [&](std::size_t b0, std::size_t b1) {
+          for (std::size_t b = b0; b < b1; ++b) {
+            try {
+              const auto& bytes = files[b % files.size()];
+              in[b] = image::preprocess(image::decode_image(bytes, "--images file " + std::to_string(b % files.size() + 1),
+                                                            limits),
+                                        pre);
+            } catch (const std::exception& e) {
+              errors[b] = e.what();
+            }
+          }
+        });
+        for (const std::string& e : errors)
+          if (!e.empty()) throw UsageError(e);
+        const plan::Batch batch = runtime::make_image_batch(in, {0, p.batch}, g);
+        readback.resize(batch.num_seqs() * out_view.cols);
+        exec->set_batch(batch);
+        exec->run(programs.encoder);
+        exec->run(programs.head);
+        exec->read(out_view, readback.data());
+        const auto t1 = std::chrono::steady_clock::now();
+        if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      const double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
+      const double ips = static_cast<double>(p.batch) / (p50 / 1000.0);
+      if (a.json) {
+        const nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name}, {"device", a.device},
+                                          {"dtype", exec->compute_dtype()}, {"threads", threads},
+                                          {"batch", p.batch}, {"len", patches}, {"e2e", true},
+                                          {"files", files.size()}, {"p50_ms", p50}, {"p90_ms", p90},
+                                          {"images_per_s", ips}};
+        std::printf("%s\n", j.dump().c_str());
+      } else {
+        std::printf("%6zu %6s %8s %10.3f %10.3f %12.0f  images/s end to end from %zu files\n", p.batch, "e2e", "-",
+                    p50, p90, ips, files.size());
+      }
+      std::fflush(stdout);
+    }
+
     const plan::Batch batch = images ? random_image_batch(p.batch, *model.image, rng)
                                      : random_batch(p, model.limits.vocab, rng);
     readback.resize(batch.num_seqs() * out_view.cols);
@@ -268,6 +359,7 @@ void run_bench(const BenchArgs& a) {
                           {"p50_ms", p50},            {"p90_ms", p90},     {"tokens_per_s", tps},
                           {"tokens", batch.num_tokens()}, {"encoder", programs.encoder}};
       if (p.mixed) j["mixed"] = {p.min_len, p.max_len};
+      if (images) j["images_per_s"] = static_cast<double>(p.batch) / (p50 / 1000.0);
       if (metered) {
         j["watts"] = watts ? nlohmann::ordered_json(*watts) : nlohmann::ordered_json(nullptr);
         j["joules_per_forward"] = joules_per_forward ? nlohmann::ordered_json(*joules_per_forward) : nlohmann::ordered_json(nullptr);
@@ -323,6 +415,10 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--iters", a->iters, "Timed runs per point")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a->seed, "Seed of the random token ids and lengths")->capture_default_str();
   cmd->add_flag("--json", a->json, "One JSON line per point");
+  cmd->add_option("--images", a->images,
+                  "Image model: encoded files (or folders of them) for an end-to-end point per grid point: "
+                  "bytes in memory -> decode + preprocess in parallel -> vision tower -> vectors "
+                  "(\"e2e\": true, \"images_per_s\")");
   return {cmd, [a] { run_bench(*a); }};
 }
 

@@ -230,3 +230,29 @@ TEST(SiglipCliImages, ABadImageStopsTheRunAfterTheLinesBeforeIt) {
 
 }  // namespace
 }  // namespace il::cli_test
+
+namespace il::cli_test {
+namespace {
+
+TEST(SiglipCliImages, BenchTimesImagesEndToEndFromFiles) {
+  const std::string dir = (fixture_dir("siglip-joint").parent_path() / "images" / "preprocess").string();
+  const std::string one = dir + "/photo_64x48.png", two = dir + "/doc_300x1000.png";
+  const auto r = run_cli(cli_args({"bench", "--config", fixture_path("siglip-joint"), "--grid", "3x16", "--images", one,
+                                   two, "--iters", "1", "--warmup", "0", "--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 2u);
+  const json e2e = parse_line(lines[0]);
+  EXPECT_EQ(e2e["e2e"], true);
+  EXPECT_EQ(e2e["files"], 2);
+  EXPECT_EQ(e2e["batch"], 3);
+  EXPECT_GT(e2e["images_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(parse_line(lines[1])["tokens"], 48);
+  const auto bad = run_cli(cli_args({"bench", "--config", fixture_path("siglip-joint"), "--grid", "1x16", "--images",
+                                     dir + "/expected.json", "--iters", "1"}));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--images file 1"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace il::cli_test
