@@ -11,9 +11,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev
   libboost1.81-dev zlib1g-dev
   libcpp-httplib-dev libgtest-dev
-  libpng-dev
-  clang clang-14 libclang-rt-14-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev
+  clang clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -29,9 +29,9 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # Sanitizer pass over the CPU code paths (a subset keeps CI well inside its time budget).
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIL_CUDA=OFF \
   -DIL_SANITIZE=address,undefined -DIL_BUILD_TESTS=ON >/dev/null
-ninja -C build-asan ops_tests core_tests io_tests oracle_tests http_tests
+ninja -C build-asan ops_tests core_tests io_tests oracle_tests http_tests image_decode_tests image_preprocess
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -L 'unit|oracle' --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan -L 'unit|oracle|image' --output-on-failure -j "$jobs"
 
 # Fuzzing: clang + ASan + UBSan in build-fuzz (3 to 4 minutes to build on 2 cores), then 30 s
 # per target (six targets: about 3 minutes).
