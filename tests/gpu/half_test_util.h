@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,33 @@ class HalfArray {
   DType type_;
   DeviceArray<uint16_t> data_;
   std::vector<float> rounded_;
+};
+
+// A device array of `t` elements (f32, f16 or bf16) holding host values rounded once to t;
+// values() is what it holds, what a CPU reference should be given.
+class TypedArray {
+ public:
+  TypedArray(const std::vector<float>& host, DType t) {
+    if (t == DType::kF32) {
+      f32_ = std::make_unique<DeviceArray<float>>(host);
+      values_ = host;
+    } else {
+      half_ = std::make_unique<HalfArray>(host, t);
+      values_ = half_->rounded();
+    }
+  }
+  void* get() const { return f32_ ? static_cast<void*>(f32_->get()) : static_cast<void*>(half_->get()); }
+  // The array from element `offset` on, as an operand with row stride ld.
+  ops::TensorView view(std::size_t offset = 0, std::size_t ld = 0) const {
+    return f32_ ? ops::f32_view(f32_->get() + offset, ld) : half_->view(offset, ld);
+  }
+  const std::vector<float>& values() const { return values_; }
+  std::vector<float> download() const { return f32_ ? f32_->download() : half_->download(); }
+
+ private:
+  std::unique_ptr<DeviceArray<float>> f32_;
+  std::unique_ptr<HalfArray> half_;
+  std::vector<float> values_;
 };
 
 }  // namespace il::test

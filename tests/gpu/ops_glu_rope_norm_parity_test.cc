@@ -27,32 +27,6 @@ namespace {
 constexpr float kSentinel = 0.75f;
 const std::vector<std::size_t> kRows = {1, 7, 97, 257, 1025};
 
-// A device array of `t` elements holding host values rounded once to t; values() is what it holds.
-class TypedArray {
- public:
-  TypedArray(const std::vector<float>& host, DType t) : type_(t) {
-    if (t == DType::kF32) {
-      f32_ = std::make_unique<DeviceArray<float>>(host);
-      values_ = host;
-    } else {
-      half_ = std::make_unique<HalfArray>(host, t);
-      values_ = half_->rounded();
-    }
-  }
-  // The array from element `offset` on, as an operand with row stride ld.
-  ops::TensorView view(std::size_t offset = 0, std::size_t ld = 0) const {
-    return f32_ ? ops::f32_view(f32_->get() + offset, ld) : half_->view(offset, ld);
-  }
-  const std::vector<float>& values() const { return values_; }
-  std::vector<float> download() const { return f32_ ? f32_->download() : half_->download(); }
-
- private:
-  DType type_;
-  std::unique_ptr<DeviceArray<float>> f32_;
-  std::unique_ptr<HalfArray> half_;
-  std::vector<float> values_;
-};
-
 class GluRopeNorm : public ::testing::TestWithParam<DType> {
  protected:
   DType type() const { return GetParam(); }

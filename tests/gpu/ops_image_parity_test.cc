@@ -25,28 +25,6 @@ namespace {
 
 constexpr float kSentinel = 0.75f;
 
-class TypedArray {
- public:
-  TypedArray(const std::vector<float>& host, DType t) {
-    if (t == DType::kF32) {
-      f32_ = std::make_unique<DeviceArray<float>>(host);
-      values_ = host;
-    } else {
-      half_ = std::make_unique<HalfArray>(host, t);
-      values_ = half_->rounded();
-    }
-  }
-  ops::TensorView view(std::size_t offset = 0, std::size_t ld = 0) const {
-    return f32_ ? ops::f32_view(f32_->get() + offset, ld) : half_->view(offset, ld);
-  }
-  const std::vector<float>& values() const { return values_; }
-  std::vector<float> download() const { return f32_ ? f32_->download() : half_->download(); }
-
- private:
-  std::unique_ptr<DeviceArray<float>> f32_;
-  std::unique_ptr<HalfArray> half_;
-  std::vector<float> values_;
-};
 
 class ImageOps : public ::testing::TestWithParam<DType> {
  protected:

@@ -22,30 +22,6 @@
 namespace il::test {
 namespace {
 
-// A device array of `t` elements holding host values rounded once to t; values() is what it holds.
-class Typed {
- public:
-  Typed(const std::vector<float>& host, DType t) {
-    if (t == DType::kF32) {
-      f32_ = std::make_unique<DeviceArray<float>>(host);
-      values_ = host;
-    } else {
-      half_ = std::make_unique<HalfArray>(host, t);
-      values_ = half_->rounded();
-    }
-  }
-  void* get() const { return f32_ ? static_cast<void*>(f32_->get()) : static_cast<void*>(half_->get()); }
-  ops::TensorView view(std::size_t offset = 0, std::size_t ld = 0) const {
-    return f32_ ? ops::f32_view(f32_->get() + offset, ld) : half_->view(offset, ld);
-  }
-  const std::vector<float>& values() const { return values_; }
-  std::vector<float> download() const { return f32_ ? f32_->download() : half_->download(); }
-
- private:
-  std::unique_ptr<DeviceArray<float>> f32_;
-  std::unique_ptr<HalfArray> half_;
-  std::vector<float> values_;
-};
 
 class KeyLimits : public ::testing::TestWithParam<DType> {
  protected:
@@ -67,8 +43,8 @@ TEST_P(KeyLimits, AttentionReadsNoKeyPastTheLimit) {
     for (const std::size_t head_dim : {std::size_t{24}, std::size_t{64}}) {
       const std::size_t heads = 4, kv_heads = 2, qw = heads * head_dim, kvw = kv_heads * head_dim;
       const std::size_t ld = qw + 2 * kvw;
-      const Typed in(random_vector(total * ld, seed++, 1.5f), type());
-      const Typed out(std::vector<float>(total * qw, 0.5f), type());
+      const TypedArray in(random_vector(total * ld, seed++, 1.5f), type());
+      const TypedArray out(std::vector<float>(total * qw, 0.5f), type());
       ops::AttentionCudaArgs a;
       a.q = in.get();
       const std::size_t es = dtype_size(type());
@@ -110,7 +86,7 @@ TEST_P(KeyLimits, ShortConvZeroesMaskedRows) {
   const std::vector<int32_t> limits = {2, 1, 40, 1, 1};
   const auto starts = starts_of(lengths);
   const std::size_t tokens = static_cast<std::size_t>(starts.back()), rows = tokens + 5, n = 37, taps = 3;
-  const Typed x(random_vector(rows * 3 * n, 77, 2.0f), type());
+  const TypedArray x(random_vector(rows * 3 * n, 77, 2.0f), type());
   const std::vector<float> w = random_vector(n * taps, 78, 0.7f);
   std::vector<float> want(rows * n, 0.25f);
   ops::ShortConvArgs c{ops::f32_view(x.values().data(), 3 * n), w.data(), ops::f32_view(want.data(), n),
@@ -123,7 +99,7 @@ TEST_P(KeyLimits, ShortConvZeroesMaskedRows) {
       for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(want[static_cast<std::size_t>(r) * n + j], 0.0f) << r;
   const DeviceArray<float> dw(w);
   const DeviceArray<int32_t> dstarts(starts), dlimits(limits);
-  const Typed out(std::vector<float>(rows * n, 0.25f), type());
+  const TypedArray out(std::vector<float>(rows * n, 0.25f), type());
   ops::ShortConvArgs g{x.view(0, 3 * n), dw.get(), out.view(0, n), dstarts.get(), lengths.size(), rows, n, taps};
   g.key_limits = dlimits.get();
   ops::short_conv_cuda(g, nullptr);
