@@ -64,15 +64,10 @@ std::vector<std::uint8_t> encoded_image(const InputRecord& r) {
     return bytes;
   }
   if (!r.json.at("image_base64").is_string()) throw input_error(r.where, "\"image_base64\" must be a string");
-  std::string_view data = r.json.at("image_base64").get_ref<const std::string&>();
-  if (data.rfind("data:", 0) == 0) {
-    const std::size_t comma = data.find(',');
-    if (comma == std::string_view::npos || data.substr(0, comma).find(";base64") == std::string_view::npos)
-      throw input_error(r.where, "a data: URI must be base64 (data:image/...;base64,...)");
-    data.remove_prefix(comma + 1);
-  }
-  const std::optional<std::string> bytes = decode_base64(data);
-  if (!bytes) throw input_error(r.where, "\"image_base64\" is not valid base64 (standard alphabet, padded)");
+  std::string why;
+  const std::optional<std::string> bytes =
+      decode_base64_or_data_uri(r.json.at("image_base64").get_ref<const std::string&>(), why);
+  if (!bytes) throw input_error(r.where, "\"image_base64\" is " + why);
   return {bytes->begin(), bytes->end()};
 }
 

@@ -39,6 +39,20 @@ std::optional<std::string> decode_base64(std::string_view text) {
   return out;
 }
 
+std::optional<std::string> decode_base64_or_data_uri(std::string_view text, std::string& why) {
+  if (text.rfind("data:", 0) == 0) {
+    const std::size_t comma = text.find(',');
+    if (comma == std::string_view::npos || text.substr(0, comma).find(";base64") == std::string_view::npos) {
+      why = "a data: URI must be base64 (data:<media type>;base64,<data>)";
+      return std::nullopt;
+    }
+    text.remove_prefix(comma + 1);
+  }
+  std::optional<std::string> bytes = decode_base64(text);
+  if (!bytes) why = "not valid base64 (the standard alphabet, padded, no whitespace)";
+  return bytes;
+}
+
 void append_base64(std::string& out, const unsigned char* p, std::size_t n) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::size_t i = 0;

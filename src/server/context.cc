@@ -169,19 +169,12 @@ void add_object_item(Inputs &in, const json &item, const std::string &where,
 } // namespace
 
 std::vector<std::uint8_t> image_bytes(const std::string &ref, const std::string &where) {
-  std::string_view data = ref;
-  if (data.rfind("data:", 0) == 0) {
-    // data:[<media type>][;base64],<data> — only base64 data carries binary.
-    const std::size_t comma = data.find(',');
-    if (comma == std::string_view::npos || data.substr(0, comma).find(";base64") == std::string_view::npos)
-      throw validation_error(where + ": a data: URI must be base64 (data:image/...;base64,...)");
-    data.remove_prefix(comma + 1);
-  } else if (data.rfind("http://", 0) == 0 || data.rfind("https://", 0) == 0 || data.rfind("file:", 0) == 0) {
+  if (ref.rfind("http://", 0) == 0 || ref.rfind("https://", 0) == 0 || ref.rfind("file:", 0) == 0)
     throw validation_error(where + ": this server fetches no URLs; send the image itself as base64 or a data: URI");
-  }
-  const std::optional<std::string> bytes = decode_base64(data);
+  std::string why;
+  const std::optional<std::string> bytes = decode_base64_or_data_uri(ref, why);
   if (!bytes)
-    throw validation_error(where + ": the image is not valid base64 (standard alphabet, padded, no whitespace)");
+    throw validation_error(where + ": the image is " + why);
   if (bytes->empty())
     throw validation_error(where + ": the image is empty");
   return {bytes->begin(), bytes->end()};

@@ -37,3 +37,19 @@ TEST(Base64, EncodingRoundTrips) {
 
 }  // namespace
 }  // namespace il
+
+namespace il {
+namespace {
+
+TEST(Base64, DataUrisCarryBase64Only) {
+  std::string why;
+  EXPECT_EQ(decode_base64_or_data_uri("data:image/png;base64,YWI=", why), "ab");
+  EXPECT_EQ(decode_base64_or_data_uri("YWI=", why), "ab");
+  EXPECT_FALSE(decode_base64_or_data_uri("data:image/png,YWI=", why));
+  EXPECT_NE(why.find("data: URI"), std::string::npos) << why;
+  EXPECT_FALSE(decode_base64_or_data_uri("data:image/png;base64,Y WI=", why));
+  EXPECT_NE(why.find("base64"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace il
