@@ -59,8 +59,9 @@ struct Served {
       : options(std::move(o)),
         engine(load(folder)),
         workers(1),
+        image_workers(1),
         batcher(*engine, options.max_batch_tokens, options.max_batch_requests, metrics),
-        ctx{options, *engine, metrics, workers, batcher, name} {
+        ctx{options, *engine, metrics, workers, image_workers, batcher, name} {
     add_embed_routes(routes, ctx);
     add_openai_routes(routes, ctx);
     add_rerank_routes(routes, ctx);
@@ -80,6 +81,7 @@ struct Served {
   std::unique_ptr<il::Engine> engine;
   Metrics metrics;
   WorkerPool workers;
+  WorkerPool image_workers;  // the folders fuzzed take no images: idle
   Batcher batcher;
   Context ctx;
   RouteTable routes;

@@ -30,7 +30,12 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
     -DIL_CUDA=OFF -DIL_BUILD_TESTS=OFF -DIL_LIBFUZZER=ON >/dev/null
 fi
-ninja -C "$build" fuzzers >/dev/null
+# Quiet when it builds; the compiler's messages when it does not (set -e would stop silently).
+if ! build_log=$(ninja -C "$build" fuzzers 2>&1); then
+  echo "$build_log" >&2
+  echo "fuzz.sh: building the fuzz targets failed" >&2
+  exit 1
+fi
 
 if [ $# -gt 0 ]; then
   targets=("$@")
