@@ -184,6 +184,15 @@ std::optional<double> opt_number(const json& obj, std::string_view key, std::str
   return v->get<double>();
 }
 
+float opt_positive_float(const json& obj, std::string_view key, std::string_view source, float fallback) {
+  const std::optional<double> v = opt_number(obj, key, source);
+  if (!v) return fallback;
+  const bool in_range = *v > 0 && *v <= std::numeric_limits<float>::max();
+  const float f = in_range ? static_cast<float>(*v) : 0.0f;
+  check(f > 0, source, ": field \"", key, "\" = ", *v, " must be a positive number");
+  return f;
+}
+
 std::optional<bool> opt_bool(const json& obj, std::string_view key, std::string_view source) {
   const json* v = find_field(obj, key, source);
   if (v == nullptr) return std::nullopt;

@@ -46,6 +46,9 @@ std::optional<long long> opt_int(const nlohmann::json& obj, std::string_view key
 std::optional<double> opt_number(const nlohmann::json& obj, std::string_view key, std::string_view source);
 std::optional<bool> opt_bool(const nlohmann::json& obj, std::string_view key, std::string_view source);
 std::optional<std::string> opt_string(const nlohmann::json& obj, std::string_view key, std::string_view source);
+// A positive number that stays positive as a float (epsilons, rope thetas); `fallback` when
+// absent or null. Zero, negatives, and values that overflow or underflow a float are refused.
+float opt_positive_float(const nlohmann::json& obj, std::string_view key, std::string_view source, float fallback);
 
 long long req_int(const nlohmann::json& obj, std::string_view key, std::string_view source);
 std::string req_string(const nlohmann::json& obj, std::string_view key, std::string_view source);

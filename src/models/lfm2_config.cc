@@ -18,15 +18,6 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-float positive_float(const json& j, const char* key, const std::string& src, float fallback) {
-  const auto v = d::opt_number(j, key, src);
-  if (!v) return fallback;
-  const bool in_range = *v > 0 && *v <= std::numeric_limits<float>::max();
-  const float f = in_range ? static_cast<float>(*v) : 0.0f;
-  check(f > 0, src, ": field \"", key, "\" = ", *v, " must be a positive number");
-  return f;
-}
-
 // One rope parameter object ({"rope_type": "default", "rope_theta": θ}): the plain rotary
 // embedding only; scaled variants change the angles and are refused.
 float rope_object(const json& o, const std::string& field, const std::string& src, float theta) {
@@ -35,14 +26,14 @@ float rope_object(const json& o, const std::string& field, const std::string& sr
     if (const auto type = d::opt_string(o, key, src + " (" + field + ")"))
       check(*type == "default", src, ": field \"", field, "\".", key, " = \"", *type,
             "\" is not supported (supported: default)");
-  return positive_float(o, "rope_theta", src + " (" + field + ")", theta);
+  return d::opt_positive_float(o, "rope_theta", src + " (" + field + ")", theta);
 }
 
 // rope_theta (or the original files' "theta"), then rope_parameters (transformers 5: one object,
 // or one per layer type, of which the attention layers' counts) or rope_scaling.
 float read_rope_theta(const json& j, const std::string& src) {
-  float theta = positive_float(j, "theta", src, 1e6f);
-  theta = positive_float(j, "rope_theta", src, theta);
+  float theta = d::opt_positive_float(j, "theta", src, 1e6f);
+  theta = d::opt_positive_float(j, "rope_theta", src, theta);
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     const auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
@@ -107,7 +98,7 @@ Lfm2Config parse_lfm2_config(const json& j, const std::string& src) {
   check(c.head_dim % 2 == 0, src, ": field \"head_dim\" = ", c.head_dim, " must be even (rotary pairs)");
   c.vocab = d::int_in_range(j, "vocab_size", src, 1, INT_MAX);
   c.max_positions = d::int_in_range(j, "max_position_embeddings", src, 1, 1LL << 30, 128000);
-  c.norm_eps = positive_float(j, "norm_eps", src, 1e-5f);
+  c.norm_eps = d::opt_positive_float(j, "norm_eps", src, 1e-5f);
   c.rope_theta = read_rope_theta(j, src);
   c.random_weights = d::opt_bool(j, "inferencelayer_random_weights", src).value_or(false);
 

@@ -18,14 +18,6 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-float positive_float(const json& j, const char* key, const std::string& src, float fallback) {
-  const auto v = d::opt_number(j, key, src);
-  if (!v) return fallback;
-  const bool in_range = *v > 0 && *v <= std::numeric_limits<float>::max();
-  check(in_range, src, ": field \"", key, "\" = ", *v, " must be a positive number");
-  return static_cast<float>(*v);
-}
-
 bool opt_bool(const json& j, const char* key, const std::string& src, bool fallback) {
   return d::opt_bool(j, key, src).value_or(fallback);
 }
@@ -41,7 +33,7 @@ float read_layer_theta(const json& rope, const char* kind, const std::string& sr
     if (const auto type = d::opt_string(*it, type_key, where))
       check(*type == "default", src, ": field \"rope_parameters\".", kind, ".", type_key, " = \"", *type,
             "\" is not supported (supported: default)");
-  return positive_float(*it, "rope_theta", where, fallback);
+  return d::opt_positive_float(*it, "rope_theta", where, fallback);
 }
 
 }  // namespace
@@ -78,7 +70,7 @@ ModernBertConfig parse_modernbert_config(const json& j, const std::string& src) 
   c.vocab = d::int_in_range(j, "vocab_size", src, 1, INT_MAX, 50368);
   c.max_positions = d::int_in_range(j, "max_position_embeddings", src, 1, kMaxDim, 8192);
   c.act = io::parse_activation(d::opt_string(j, "hidden_activation", src).value_or("gelu"), src);
-  c.norm_eps = positive_float(j, "norm_eps", src, 1e-5f);
+  c.norm_eps = d::opt_positive_float(j, "norm_eps", src, 1e-5f);
   c.norm_bias = opt_bool(j, "norm_bias", src, false);
   c.attention_bias = opt_bool(j, "attention_bias", src, false);
   c.mlp_bias = opt_bool(j, "mlp_bias", src, false);
@@ -116,8 +108,8 @@ ModernBertConfig parse_modernbert_config(const json& j, const std::string& src) 
 
   // Rope thetas: rope_parameters.{full_attention, sliding_attention}.rope_theta (transformers 5),
   // else global_rope_theta / local_rope_theta. rope_scaling is not supported.
-  c.global_theta = positive_float(j, "global_rope_theta", src, 160000.0f);
-  c.local_theta = positive_float(j, "local_rope_theta", src, 10000.0f);
+  c.global_theta = d::opt_positive_float(j, "global_rope_theta", src, 160000.0f);
+  c.local_theta = d::opt_positive_float(j, "local_rope_theta", src, 10000.0f);
   if (const auto it = j.find("rope_scaling"); it != j.end() && !it->is_null())
     throw make_error(src, ": field \"rope_scaling\" is not supported (scaled rotary embeddings)");
   if (const auto it = j.find("rope_parameters"); it != j.end() && !it->is_null()) {

@@ -18,14 +18,6 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-float positive_float(const json& j, const char* key, const std::string& src, float fallback) {
-  const auto v = d::opt_number(j, key, src);
-  if (!v) return fallback;
-  const bool in_range = *v > 0 && *v <= std::numeric_limits<float>::max();
-  check(in_range, src, ": field \"", key, "\" = ", *v, " must be a positive number");
-  return static_cast<float>(*v);
-}
-
 // A boolean feature switch this engine implements only one way: absent or null reads as the
 // contrib class's default, anything else must equal `supported`.
 void require_bool(const json& j, const char* key, const std::string& src, bool supported, const char* what) {
@@ -59,7 +51,7 @@ NomicConfig parse_transformers_layout(const json& j, const std::string& src, Nom
   c.type_vocab = d::int_in_range(j, "type_vocab_size", src, 0, kMaxDim, 2);
   c.max_positions = d::int_in_range(j, "max_position_embeddings", src, 1, kMaxDim, 2048);
   c.max_trained_positions = c.max_positions;
-  c.layer_norm_eps = positive_float(j, "layer_norm_eps", src, 1e-12f);
+  c.layer_norm_eps = d::opt_positive_float(j, "layer_norm_eps", src, 1e-12f);
   const auto rope = j.find("rope_parameters");
   check(rope != j.end() && rope->is_object(), src,
         ": field \"rope_parameters\" (an object with rope_theta) is required in a transformers nomic_bert config");
@@ -140,7 +132,7 @@ NomicConfig parse_nomic_config(const json& j, const std::string& src) {
   c.type_vocab = d::int_in_range(j, "type_vocab_size", src, 0, kMaxDim, 2);
   c.max_positions = d::int_in_range(j, "n_positions", src, 1, kMaxDim, 2048);
   c.max_trained_positions = d::int_in_range(j, "max_trained_positions", src, 1, kMaxDim, 2048);
-  c.layer_norm_eps = positive_float(j, "layer_norm_epsilon", src, 1e-5f);
+  c.layer_norm_eps = d::opt_positive_float(j, "layer_norm_epsilon", src, 1e-5f);
 
   // Rotary embeddings on the first head_dim · rotary_emb_fraction columns of each q / k head.
   // A fraction of 0 (the class default) means learned absolute positions instead: not implemented.
@@ -154,7 +146,7 @@ NomicConfig parse_nomic_config(const json& j, const std::string& src) {
         ": field \"rotary_emb_fraction\" = ", fraction, " gives ", rdim, " rotary columns of a head of ", c.head_dim,
         " (must be a positive even whole number)");
   c.rotary_fraction = static_cast<float>(fraction);
-  c.rotary_base = positive_float(j, "rotary_emb_base", src, 10000.0f);
+  c.rotary_base = d::opt_positive_float(j, "rotary_emb_base", src, 10000.0f);
   c.rotary_interleaved = d::opt_bool(j, "rotary_emb_interleaved", src).value_or(false);
   // Dynamic NTK scaling changes the angles with the batch's longest sequence (past
   // max_trained_positions): not implemented. 0 / null are the plain rotary embeddings.

@@ -17,19 +17,10 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-float positive_float(const json& j, const char* key, const std::string& src, float fallback) {
-  const auto v = d::opt_number(j, key, src);
-  if (!v) return fallback;
-  const bool in_range = *v > 0 && *v <= std::numeric_limits<float>::max();
-  const float f = in_range ? static_cast<float>(*v) : 0.0f;
-  check(f > 0, src, ": field \"", key, "\" = ", *v, " must be a positive number");
-  return f;
-}
-
 // rope_parameters (transformers 5) or rope_theta / rope_scaling (earlier files): the plain rotary
 // embedding only. Scaled variants (yarn, linear, dynamic...) change the angles: refused.
 float read_rope_theta(const json& j, const std::string& src) {
-  float theta = positive_float(j, "rope_theta", src, 1e6f);
+  float theta = d::opt_positive_float(j, "rope_theta", src, 1e6f);
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     const auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
@@ -41,7 +32,7 @@ float read_rope_theta(const json& j, const std::string& src) {
     if (const auto type = d::opt_string(*it, "type", src + " (" + field + ")"))
       check(*type == "default", src, ": field \"", key, "\".type = \"", *type,
             "\" is not supported (supported: default)");
-    theta = positive_float(*it, "rope_theta", src + " (" + field + ")", theta);
+    theta = d::opt_positive_float(*it, "rope_theta", src + " (" + field + ")", theta);
   }
   return theta;
 }
@@ -79,7 +70,7 @@ Qwen3Config parse_qwen3_config(const json& j, const std::string& src) {
   c.intermediate = d::int_in_range(j, "intermediate_size", src, 1, kMaxDim);
   c.vocab = d::int_in_range(j, "vocab_size", src, 1, INT_MAX);
   c.max_positions = d::int_in_range(j, "max_position_embeddings", src, 1, kMaxDim);
-  c.rms_eps = positive_float(j, "rms_norm_eps", src, 1e-6f);
+  c.rms_eps = d::opt_positive_float(j, "rms_norm_eps", src, 1e-6f);
   c.rope_theta = read_rope_theta(j, src);
   c.act = io::parse_activation(d::opt_string(j, "hidden_act", src).value_or("silu"), src);
   c.attention_bias = d::opt_bool(j, "attention_bias", src).value_or(false);

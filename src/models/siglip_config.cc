@@ -17,14 +17,6 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-float positive_float(const json& j, const char* key, const std::string& src, float fallback) {
-  const auto v = d::opt_number(j, key, src);
-  if (!v) return fallback;
-  const bool in_range = *v > 0 && *v <= std::numeric_limits<float>::max();
-  check(in_range, src, ": field \"", key, "\" = ", *v, " must be a positive number");
-  return static_cast<float>(*v);
-}
-
 void read_common(const json& j, const std::string& src, int& hidden, int& layers, int& heads, int& intermediate,
                  float& eps, Activation& act) {
   hidden = d::int_in_range(j, "hidden_size", src, 1, kMaxDim, hidden);
@@ -33,7 +25,7 @@ void read_common(const json& j, const std::string& src, int& hidden, int& layers
   check(hidden % heads == 0, src, ": field \"hidden_size\" = ", hidden, " is not a multiple of \"num_attention_heads\" = ",
         heads);
   intermediate = d::int_in_range(j, "intermediate_size", src, 1, kMaxDim, intermediate);
-  eps = positive_float(j, "layer_norm_eps", src, eps);
+  eps = d::opt_positive_float(j, "layer_norm_eps", src, eps);
   if (const auto a = d::opt_string(j, "hidden_act", src)) act = io::parse_activation(*a, src);
 }
 
