@@ -120,37 +120,50 @@ TokenInput record_to_input(const InputRecord& r, const Engine& engine, const std
   }
 }
 
+// One output line per matrix, {"<key>": [[...] per row]}, and per embedding row,
+// {"embedding": [...]}; non-finite values reported against the input's `where`.
+void write_matrices(const char* key, const std::vector<Matrix>& states, const std::vector<std::string>& where,
+                    NonFiniteReport& report, OutputSink& out) {
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const Matrix& m = states[i];
+    report.check(m.data.data(), m.data.size(), where[i]);
+    std::string& b = out.buffer();
+    b += "{\"";
+    b += key;
+    b += "\":[";
+    for (std::size_t t = 0; t < m.rows; ++t) {
+      if (t) b += ',';
+      append_floats(b, m.row(t), m.cols);
+    }
+    b += "]}";
+    out.end_line();
+  }
+}
+
+void write_embeddings(const Matrix& m, const std::vector<std::string>& where, NonFiniteReport& report,
+                      OutputSink& out) {
+  for (std::size_t r = 0; r < m.rows; ++r) {
+    report.check(m.row(r), m.cols, where[r]);
+    std::string& b = out.buffer();
+    b += "{\"embedding\":";
+    append_floats(b, m.row(r), m.cols);
+    b += '}';
+    out.end_line();
+  }
+}
+
 void write_chunk(Engine& engine, const EmbedArgs& a, const std::vector<TokenInput>& inputs,
                  const std::vector<std::string>& where, NonFiniteReport& report, OutputSink& out) {
   if (a.output_kind == "hidden" || a.output_kind == "tokens") {
     const bool tokens = a.output_kind == "tokens";
-    const std::vector<Matrix> states = tokens ? engine.token_vectors(inputs) : engine.hidden_states(inputs);
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      const Matrix& m = states[i];
-      report.check(m.data.data(), m.data.size(), where[i]);
-      std::string& b = out.buffer();
-      b += tokens ? "{\"tokens\":[" : "{\"hidden\":[";
-      for (std::size_t t = 0; t < m.rows; ++t) {
-        if (t) b += ',';
-        append_floats(b, m.row(t), m.cols);
-      }
-      b += "]}";
-      out.end_line();
-    }
+    write_matrices(tokens ? "tokens" : "hidden",
+                   tokens ? engine.token_vectors(inputs) : engine.hidden_states(inputs), where, report, out);
   } else {
     EmbedOptions o;
     o.normalize = a.normalize;
     if (a.pooling_given) o.pooling = a.pooling;
     o.dimensions = a.dimensions;
-    const Matrix m = engine.embed(inputs, o);
-    for (std::size_t r = 0; r < m.rows; ++r) {
-      report.check(m.row(r), m.cols, where[r]);
-      std::string& b = out.buffer();
-      b += "{\"embedding\":";
-      append_floats(b, m.row(r), m.cols);
-      b += '}';
-      out.end_line();
-    }
+    write_embeddings(engine.embed(inputs, o), where, report, out);
   }
   out.flush();
 }
@@ -212,32 +225,12 @@ void run_image_embed(Engine& engine, const EmbedArgs& a, RecordSource& src, cons
       }
     }
     if (a.output_kind == "hidden") {
-      const std::vector<Matrix> states = engine.image_hidden_states(images);
-      for (std::size_t i = 0; i < states.size(); ++i) {
-        const Matrix& m = states[i];
-        report.check(m.data.data(), m.data.size(), where[i]);
-        std::string& b = out.buffer();
-        b += "{\"hidden\":[";
-        for (std::size_t t = 0; t < m.rows; ++t) {
-          if (t) b += ',';
-          append_floats(b, m.row(t), m.cols);
-        }
-        b += "]}";
-        out.end_line();
-      }
+      write_matrices("hidden", engine.image_hidden_states(images), where, report, out);
     } else {
       EmbedOptions o;
       o.normalize = a.normalize;
       o.dimensions = a.dimensions;
-      const Matrix m = engine.embed_images(images, o);
-      for (std::size_t r = 0; r < m.rows; ++r) {
-        report.check(m.row(r), m.cols, where[r]);
-        std::string& b = out.buffer();
-        b += "{\"embedding\":";
-        append_floats(b, m.row(r), m.cols);
-        b += '}';
-        out.end_line();
-      }
+      write_embeddings(engine.embed_images(images, o), where, report, out);
     }
     out.flush();
     images.clear();
