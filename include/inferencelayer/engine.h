@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inferencelayer/generation.h"
 #include "inferencelayer/types.h"
 
 namespace il {
@@ -35,6 +36,11 @@ struct EngineOptions {
   // an error naming the input.
   std::size_t max_image_bytes = 64u << 20;
   std::size_t max_image_pixels = 89'478'485;  // PIL's Image.MAX_IMAGE_PIXELS
+  // Generating models: the KV cache's budget in tokens shared by the sequences in flight (0: a
+  // default of 8,192 on the CPU, 131,072 on a GPU, never more than the model's context × 64),
+  // handed out in pages of kv_page_size tokens.
+  std::size_t kv_cache_tokens = 0;
+  std::size_t kv_page_size = 64;
 };
 
 // What a model can do; the CLI and server route by these (a route the model cannot serve is
@@ -188,6 +194,16 @@ class Engine {
   virtual Matrix embed_images(const std::vector<ImageInput>& images, const EmbedOptions& options);
   // The vision tower's last hidden states, one [patches, hidden] matrix per image.
   virtual std::vector<Matrix> image_hidden_states(const std::vector<ImageInput>& images);
+
+  // Generating models (info().capabilities.generate). Runs the requests together (sequences join
+  // as the KV cache has room and leave as they finish), calling on_token for each new token.
+  virtual std::vector<GenerationResult> generate(const std::vector<GenerationRequest>& requests,
+                                                 const TokenCallback& on_token = {});
+  // The vision tower's output rows for images (what a multimodal prompt's image tokens take),
+  // one matrix per image.
+  virtual std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images);
+  // The logits of each prompt's last position (one row of vocab values per request).
+  virtual Matrix prompt_logits(const std::vector<GenerationRequest>& requests);
 
   // CUDA graphs captured so far (one per program and batch-shape bucket, at most 256 per
   // engine; each holds some host and device memory); 0 on the CPU. Same thread as the calls above.

@@ -33,6 +33,15 @@ void add_engine_options(CLI::App& cmd, EngineArgs& args) {
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
 }
 
+void add_generation_engine_options(CLI::App& cmd, EngineArgs& args) {
+  cmd.add_option("--kv-cache-tokens", args.kv_cache_tokens,
+                 "KV cache budget in tokens, shared by the sequences in flight (0 = 8192 on the CPU, 131072 on a GPU)")
+      ->capture_default_str();
+  cmd.add_option("--kv-page-size", args.kv_page_size, "Tokens per KV cache page")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+}
+
 std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice) {
   const std::filesystem::path dir(args.model);
   if (!std::filesystem::is_directory(dir))
@@ -44,6 +53,8 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice) {
   options.threads = args.threads;
   options.device = args.device;
   options.dtype = args.dtype;
+  options.kv_cache_tokens = args.kv_cache_tokens;
+  options.kv_page_size = args.kv_page_size;
   auto engine = Engine::load(dir, options);
   if (notice && engine->info().random_weights)
     std::fprintf(stderr, "note: %s holds random weights (a demo/test model): its vectors carry no meaning\n",

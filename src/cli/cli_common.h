@@ -45,6 +45,7 @@ Command add_tokenize_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_generate_command(CLI::App& app);
 
 // Options every model-running subcommand takes.
 struct EngineArgs {
@@ -53,7 +54,11 @@ struct EngineArgs {
   std::size_t threads = 0;
   std::string device = "auto";
   std::string dtype = "auto";
+  // Generating models (add_generation_engine_options).
+  std::size_t kv_cache_tokens = 0;
+  std::size_t kv_page_size = 64;
 };
+void add_generation_engine_options(CLI::App& cmd, EngineArgs& args);
 void add_engine_options(CLI::App& cmd, EngineArgs& args);
 
 // Refuses a missing folder as a usage error (the library would call it a load failure), then

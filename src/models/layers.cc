@@ -162,6 +162,9 @@ void for_each_view(plan::StepOp& op, F&& f) {
                  [&](plan::ShortConvStep& s) { f(s.x), f(s.out); },
                  [&](plan::PatchEmbedStep& s) { f(s.patches), f(s.out); },
                  [&](plan::ProbeAttentionStep& s) { f(s.k), f(s.v), f(s.out); },
+                 [&](plan::KvWriteStep& s) { f(s.k), f(s.v), f(s.k_cache), f(s.v_cache); },
+                 [&](plan::CachedAttentionStep& s) { f(s.q), f(s.k_cache), f(s.v_cache), f(s.out); },
+                 [&](plan::InjectRowsStep& s) { f(s.src), f(s.out); },
              },
              op);
 }

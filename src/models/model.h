@@ -43,6 +43,37 @@ struct ImageGeometry {
   std::size_t patch_dim() const { return static_cast<std::size_t>(channels) * patch * patch; }
 };
 
+// A generating model (capabilities.generate; runtime/generator.h drives it). Programs:
+// "prefill" (a batch of whole prompts: their keys and values into the cache, causal attention
+// among the batch's own tokens) and "decode" (any tokens after their cached entries: attention
+// over the cache), both ending in the final norm's token rows; "logits" (each sequence's last
+// row → output "logits", vocab columns, sequence rows); with images, "vision" (the batch's patch
+// rows → `image_rows`, which "prefill" injects at the image tokens).
+struct GenerationSpec {
+  // Persistent KV cache buffers, one per layer (keys in the first half of the columns, values in
+  // the second); the runtime gives them their rows (plan::Plan::set_fixed_rows) before building
+  // an executor: cache entries, in pages of its choosing.
+  std::vector<plan::BufferId> kv_cache;
+  std::size_t kv_cols = 0;  // per buffer: 2 · kv_heads · head_dim
+  // The vision program's output (persistent, the runtime sizes it: rows = patch tokens / merge²
+  // of the largest vision batch); -1 without images.
+  plan::BufferId image_rows = -1;
+  std::size_t image_row_divisor = 1;  // patch tokens per output row (2 × 2 merge: 4)
+  // Token ids: the folder's end ids (generation_config.json eos_token_id; any of them stops a
+  // sequence), the image placeholder; -1 where none.
+  std::vector<int32_t> end_ids;
+  int32_t image_token = -1, pad_token = -1;
+  // Rotary positions: 3 axes (M-RoPE, text and image tokens numbered as GlmOcrModel.get_rope_index
+  // does) or 1.
+  std::size_t position_axes = 1;
+  std::size_t spatial_merge = 1;
+  // Pixel inputs of the vision program: one row of patch_dim values per patch (the processor's
+  // pixel_values), images as [t, h, w] grids of patches.
+  std::size_t patch_dim = 0;
+  std::size_t max_positions = 0;  // the trained context (prompt + new tokens)
+  std::vector<std::string> notes;  // what the loader left out and why (info)
+};
+
 struct BuiltModel {
   plan::Plan plan;
   Capabilities capabilities;
@@ -76,6 +107,7 @@ struct BuiltModel {
   std::optional<std::pair<std::size_t, int32_t>> pad_texts;
   // Image–text models (SigLIP): the stored logit_scale and logit_bias parameters.
   std::optional<std::pair<float, float>> logit;
+  std::optional<GenerationSpec> generation;
 };
 
 }  // namespace il::models

@@ -8,6 +8,7 @@
 #include "models/modernbert.h"
 #include "models/nomic_bert.h"
 #include "models/deberta.h"
+#include "models/glm_ocr.h"
 #include "models/qwen3.h"
 #include "models/lfm2.h"
 #include "models/siglip.h"
@@ -47,6 +48,8 @@ const std::vector<Architecture>& architectures() {
        "folders; SigLIP 2 refused with the reason",
        [](const nlohmann::json& j, const std::string& s) { (void)parse_siglip_config(j, s); }, build_siglip_folder,
        build_siglip_random},
+      {"glm_ocr", {"glm_ocr"}, "OCR: page images to text (GLM-OCR)", check_glm_ocr_config, build_glm_ocr_folder,
+       build_glm_ocr_random},
   };
   return table;
 }

@@ -79,6 +79,18 @@ Operands operands(const StepOp& op) {
                    o.writes = {s.out};
                    weight(s.query, WeightRole::kNorm, s.k);  // f32 in every mode, read whole by the kernel
                  },
+                 [&](const KvWriteStep& s) {
+                   o.reads = {s.k, s.v};
+                   o.writes = {s.k_cache, s.v_cache};
+                 },
+                 [&](const CachedAttentionStep& s) {
+                   o.reads = {s.q, s.k_cache, s.v_cache};
+                   o.writes = {s.out};
+                 },
+                 [&](const InjectRowsStep& s) {
+                   o.reads = {s.src, s.out};
+                   o.writes = {s.out};
+                 },
              },
              op);
   return o;

@@ -100,8 +100,12 @@ void WeightDesc::release() {
 void Plan::add_step(const std::string& program, std::string name, StepOp op) {
   // Steps that index rows by token or sequence (embeddings, positions, attention, pooling) have
   // no meaning yet on rows that belong to no batch; the row-wise ones run over rows(x).
+  // The KV cache steps address persistent rows through the batch's cache rows and pages, and
+  // InjectRowsStep reads a persistent source by row index: both are defined on any rows.
   const bool row_wise = std::holds_alternative<GemmStep>(op) || std::holds_alternative<LayerNormStep>(op) ||
-                        std::holds_alternative<GluStep>(op) || std::holds_alternative<L2Step>(op);
+                        std::holds_alternative<GluStep>(op) || std::holds_alternative<L2Step>(op) ||
+                        std::holds_alternative<KvWriteStep>(op) || std::holds_alternative<CachedAttentionStep>(op) ||
+                        std::holds_alternative<InjectRowsStep>(op);
   const Operands o = operands(op);
   for (const auto* views : {&o.reads, &o.writes})
     for (const View& v : *views) {
@@ -112,6 +116,13 @@ void Plan::add_step(const std::string& program, std::string name, StepOp op) {
             ") uses persistent buffer ", b.name, ": only GEMM, norm, GLU and L2 steps may so far");
     }
   programs_[program].push_back({std::move(name), std::move(op)});
+}
+
+void Plan::set_fixed_rows(BufferId id, std::size_t rows) {
+  BufferDesc& b = buffers_.at(static_cast<std::size_t>(id));
+  check(b.rows == Rows::kPersistent, "plan: buffer ", b.name, " is not persistent: its rows follow the batch");
+  check(rows > 0, "plan: persistent buffer ", b.name, " needs at least one row");
+  b.fixed_rows = rows;
 }
 
 void Plan::set_output(const std::string& name, View view) { outputs_[name] = view; }
@@ -152,6 +163,39 @@ std::size_t Plan::parameter_count() const {
   return n;
 }
 
+namespace {
+
+// The KV cache fields: present together or not at all, every cache length within the pages its
+// sequence holds. Rows past a cache buffer's end are the executors' check (they know its size).
+void check_generation_fields(const Batch& batch) {
+  const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
+  check(batch.inject_rows.empty() || batch.inject_rows.size() == t, "batch: ", batch.inject_rows.size(),
+        " inject rows for ", t, " tokens");
+  for (int32_t r : batch.inject_rows) check(r >= -1, "batch: inject row ", r);
+  check(batch.cache_rows.empty() || batch.cache_rows.size() == t, "batch: ", batch.cache_rows.size(),
+        " cache rows for ", t, " tokens");
+  for (int32_t r : batch.cache_rows) check(r >= 0, "batch: negative cache row ", r);
+  if (batch.cache_lengths.empty()) return;
+  check(batch.cache_lengths.size() == t, "batch: ", batch.cache_lengths.size(), " cache lengths for ", t, " tokens");
+  check(batch.kv_page_size > 0, "batch: cache lengths without a page size");
+  check(batch.kv_page_starts.size() == b + 1 && batch.kv_page_starts.front() == 0 &&
+            static_cast<std::size_t>(batch.kv_page_starts.back()) == batch.kv_pages.size(),
+        "batch: kv_page_starts must hold one offset per sequence and the page count");
+  for (int32_t p : batch.kv_pages) check(p >= 0, "batch: negative cache page ", p);
+  for (std::size_t s = 0; s < b; ++s) {
+    check(batch.kv_page_starts[s] <= batch.kv_page_starts[s + 1], "batch: kv_page_starts decrease at sequence ", s);
+    const std::size_t held =
+        static_cast<std::size_t>(batch.kv_page_starts[s + 1] - batch.kv_page_starts[s]) * batch.kv_page_size;
+    for (int32_t i = batch.seq_starts[s]; i < batch.seq_starts[s + 1]; ++i) {
+      const int32_t n = batch.cache_lengths[static_cast<std::size_t>(i)];
+      check(n >= 1 && static_cast<std::size_t>(n) <= held, "batch: token ", i, " reads ", n,
+            " cache entries; its sequence holds ", held);
+    }
+  }
+}
+
+}  // namespace
+
 void check_batch(const Batch& batch, std::size_t max_tokens) {
   const std::size_t t = batch.num_tokens(), b = batch.num_seqs();
   check(b > 0, "batch: no sequences");
@@ -173,6 +217,7 @@ void check_batch(const Batch& batch, std::size_t max_tokens) {
           " hides every key");
   check(batch.patches.empty() || (batch.patch_dim > 0 && batch.patches.size() == t * batch.patch_dim), "batch: ",
         batch.patches.size(), " patch values for ", t, " tokens of ", batch.patch_dim);
+  check_generation_fields(batch);
   if (batch.pool_starts.empty()) return;
   check(batch.pool_starts.size() == b, "batch: ", batch.pool_starts.size(), " pool starts for ", b, " sequences");
   for (std::size_t s = 0; s < b; ++s)

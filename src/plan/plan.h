@@ -216,8 +216,36 @@ struct ProbeAttentionStep {
   View out;
 };
 
+// Generation (runtime/generator.h) keeps each sequence's keys and values in a KV cache: per
+// layer, persistent buffers whose rows are cache entries, handed out in pages of
+// Batch::kv_page_size rows. KvWriteStep stores the batch's new keys and values: token t's k and v
+// rows go to row Batch::cache_rows[t] of k_cache and v_cache (views of kv_heads · head_dim columns).
+struct KvWriteStep {
+  View k, v;
+  View k_cache, v_cache;
+};
+// Causal attention over the KV cache: token t (of sequence s) attends to the first
+// Batch::cache_lengths[t] entries of s's cache, its own included (a KvWriteStep stored them
+// before); entry j lives in row kv_pages[kv_page_starts[s] + j / P] · P + j % P, P the page size.
+// GQA as in AttentionStep. A decode step's tokens are one per sequence, a prefill's the prompt.
+struct CachedAttentionStep {
+  View q;
+  View k_cache, v_cache;
+  std::size_t heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  View out;
+};
+// Rows taken from another buffer: out[t] = src[Batch::inject_rows[t]] for the tokens where that
+// is not negative (a multimodal prompt's image tokens take the vision tower's rows, which a
+// persistent buffer holds); the other rows are left as they are.
+struct InjectRowsStep {
+  View src;
+  View out;
+};
+
 using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step,
-                            DisentangledAttentionStep, ShortConvStep, PatchEmbedStep, ProbeAttentionStep>;
+                            DisentangledAttentionStep, ShortConvStep, PatchEmbedStep, ProbeAttentionStep, KvWriteStep,
+                            CachedAttentionStep, InjectRowsStep>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"
@@ -232,6 +260,9 @@ class Plan {
   // A buffer of `rows` rows whose contents persist between runs (Rows::kPersistent): storage of
   // its own, never shared with another buffer.
   BufferId add_persistent_buffer(std::string name, std::size_t rows, std::size_t cols, Elem elem = Elem::kActivation);
+  // Changes a persistent buffer's row count (a runtime sizing a KV cache before it builds an
+  // executor).
+  void set_fixed_rows(BufferId id, std::size_t rows);
   // A buffer over the storage of token buffer `owner` (see BufferDesc::storage).
   BufferId add_buffer_over(std::string name, Rows rows, std::size_t cols, BufferId owner);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data);
@@ -285,6 +316,20 @@ struct Batch {
   // [C, P, P] is laid out). tokens still holds one (ignored) entry per patch token.
   std::vector<float> patches;
   std::size_t patch_dim = 0;
+  // Multi-axis rotary positions (RopeStep with sections): empty, or axes × num_tokens values,
+  // axis-major (axis a of token t at a · T + t).
+  std::vector<int32_t> rope_positions;
+  // Generation (KvWriteStep, CachedAttentionStep): empty, or one per token: the KV cache row its
+  // keys and values go to, and how many cache entries of its sequence its query reads. Each
+  // sequence's cache pages, in order: kv_pages[kv_page_starts[s] .. kv_page_starts[s + 1]), of
+  // kv_page_size rows each.
+  std::vector<int32_t> cache_rows;
+  std::vector<int32_t> cache_lengths;
+  std::vector<int32_t> kv_page_starts;
+  std::vector<int32_t> kv_pages;
+  std::size_t kv_page_size = 0;
+  // InjectRowsStep: empty, or one per token: the source row it takes, or -1 to keep its own.
+  std::vector<int32_t> inject_rows;
   std::size_t num_tokens() const { return tokens.size(); }
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }
 };

@@ -24,6 +24,9 @@ const char* op_name(const StepOp& op) {
                         [](const ShortConvStep&) { return "short_conv"; },
                         [](const PatchEmbedStep&) { return "patch_embed"; },
                         [](const ProbeAttentionStep&) { return "probe_attention"; },
+                        [](const KvWriteStep&) { return "kv_write"; },
+                        [](const CachedAttentionStep&) { return "cached_attention"; },
+                        [](const InjectRowsStep&) { return "inject_rows"; },
                     },
                     op);
 }

@@ -19,6 +19,7 @@
 #include "ops/maxsim.h"
 #include "runtime/batching.h"
 #include "runtime/colbert_inputs.h"
+#include "runtime/generator.h"
 #include "runtime/image_batch.h"
 #include "runtime/image_loader.h"
 #include "runtime/model_info.h"
@@ -80,11 +81,18 @@ class LocalEngine final : public Engine {
     info_ = runtime::describe(dir, model_, tokenizer_ ? tokenizer_->model_type() : "", max_len_);
     info_.random_weights = info_.random_weights || random_weights;
     if (model_.colbert && tokenizer_) colbert_ = runtime::resolve_colbert_tokens(*model_.colbert, *tokenizer_, dir);
-    // The scratch always holds at least one maximal sequence, so any valid input fits a batch.
-    max_batch_tokens_ = std::max<std::size_t>(options.max_batch_tokens, max_len_);
+    // The scratch always holds at least one maximal sequence, so any valid input fits a batch
+    // (a generating model's context is the KV cache's business: its scratch holds prompts).
+    max_batch_tokens_ = model_.generation ? std::max<std::size_t>(options.max_batch_tokens, 1)
+                                          : std::max<std::size_t>(options.max_batch_tokens, max_len_);
     // ... and one image's patch tokens.
     if (model_.image) max_batch_tokens_ = std::max(max_batch_tokens_, model_.image->patches());
+    std::optional<runtime::KvCacheLayout> kv;
+    if (model_.generation) kv = runtime::size_kv_cache(model_, kv_cache_tokens(options), options.kv_page_size,
+                                                      max_batch_tokens_);
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
+    if (kv)
+      generator_.emplace(model_, *exec_, *kv, max_batch_tokens_, tokenizer_ ? &*tokenizer_ : nullptr);
     info_.backend = exec_->backend_name();
     info_.compute_dtype = exec_->compute_dtype();
     // Encoded images: the folder's preprocessor_config.json; a model built from a config alone
@@ -301,6 +309,43 @@ class LocalEngine final : public Engine {
     return out;
   }
 
+  std::vector<GenerationResult> generate(const std::vector<GenerationRequest>& requests,
+                                         const TokenCallback& on_token) override {
+    runtime::Generator& g = generator();
+    std::vector<runtime::Generator::Id> ids;
+    ids.reserve(requests.size());
+    // Every request is checked before any is queued: a bad one refuses the call and leaves
+    // nothing behind.
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      try {
+        g.validate(requests[i]);
+      } catch (const Error& e) {
+        throw Error("request " + std::to_string(i) + ": " + e.what());
+      }
+    }
+    for (const GenerationRequest& r : requests) ids.push_back(g.submit(r));
+    std::map<runtime::Generator::Id, std::size_t> index;
+    for (std::size_t i = 0; i < ids.size(); ++i) index[ids[i]] = i;
+    while (!g.idle())
+      for (const runtime::Generator::Event& e : g.step())
+        if (on_token) on_token(index.at(e.id), e.token, e.text);
+    std::vector<GenerationResult> out;
+    out.reserve(ids.size());
+    for (runtime::Generator::Id id : ids) out.push_back(g.take_result(id));
+    return out;
+  }
+
+  std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images) override {
+    return generator().vision_rows(images);
+  }
+
+  Matrix prompt_logits(const std::vector<GenerationRequest>& requests) override {
+    const std::vector<std::vector<float>> rows = generator().prompt_logits(requests);
+    Matrix out(rows.size(), static_cast<std::size_t>(model_.limits.vocab));
+    for (std::size_t r = 0; r < rows.size(); ++r) std::copy(rows[r].begin(), rows[r].end(), out.row(r));
+    return out;
+  }
+
   std::vector<float> late_interaction(const TokenInput& query, const std::vector<TokenInput>& documents) override {
     check(info_.capabilities.multi_vector, "this model does not score by late interaction (it is not a "
           "multi-vector / ColBERT model)");
@@ -348,6 +393,19 @@ class LocalEngine final : public Engine {
   }
 
  private:
+  runtime::Generator& generator() {
+    check(generator_.has_value(), "this model does not generate text");
+    return *generator_;
+  }
+
+  // The KV cache budget: asked for, or a default by device, never past 64 full contexts.
+  std::size_t kv_cache_tokens(const EngineOptions& options) const {
+    if (options.kv_cache_tokens > 0) return options.kv_cache_tokens;
+    const bool gpu = options.device != "cpu" && cuda::device_count() > 0;
+    const std::size_t context = std::max<std::size_t>(model_.generation->max_positions, 1);
+    return std::max(options.kv_page_size, std::min<std::size_t>(gpu ? 131072 : 8192, 64 * context));
+  }
+
   // PyLate's tokenization of a query or a document (runtime/colbert_inputs.h).
   TokenInput colbert_tokenize(std::string_view text, const TokenizeOptions& options) const {
     check(colbert_.has_value(), "this model takes no query / document role (it is not a multi-vector / ColBERT "
@@ -483,6 +541,7 @@ class LocalEngine final : public Engine {
   std::optional<runtime::ImageLoader> image_loader_;  // image models
   std::optional<runtime::ColbertTokens> colbert_;  // multi-vector folders with a tokenizer
   std::unique_ptr<plan::Executor> exec_;
+  std::optional<runtime::Generator> generator_;  // generating models
   ModelInfo info_;
   std::size_t max_len_ = 0;
   std::size_t max_batch_tokens_ = 0;
@@ -533,6 +592,18 @@ Matrix Engine::embed_images(const std::vector<ImageInput>&, const EmbedOptions&)
 
 std::vector<Matrix> Engine::image_hidden_states(const std::vector<ImageInput>&) {
   throw Error("this model takes no images");
+}
+
+std::vector<GenerationResult> Engine::generate(const std::vector<GenerationRequest>&, const TokenCallback&) {
+  throw Error("this model does not generate text");
+}
+
+std::vector<Matrix> Engine::vision_rows(const std::vector<PatchImage>&) {
+  throw Error("this model has no vision tower for generation");
+}
+
+Matrix Engine::prompt_logits(const std::vector<GenerationRequest>&) {
+  throw Error("this model does not generate text");
 }
 
 std::string Engine::decode(const std::vector<int32_t>&, bool) const {

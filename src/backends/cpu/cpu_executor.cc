@@ -17,6 +17,7 @@
 #include "ops/rope.h"
 #include "ops/short_conv.h"
 #include "ops/image_patches.h"
+#include "ops/kv_cache.h"
 #include "ops/probe_attention.h"
 #include "plan/operands.h"
 #include "plan/overloaded.h"
@@ -123,6 +124,15 @@ std::size_t CpuExecutor::row_wise(const std::string& step, const View& x, std::i
           b.name, " holds (", plan::capacity_rows(b, max_tokens_), ")");
   }
   return n;
+}
+
+// Row indices the batch sends into a persistent buffer (cache rows, injected rows) must lie
+// inside it: the runtime computes them, and a wrong one would write outside the buffer.
+void CpuExecutor::check_cache_rows(const std::string& step, const View& v, const std::vector<int32_t>& indices) const {
+  const std::size_t n = rows(v);
+  for (int32_t r : indices)
+    check(r < 0 || static_cast<std::size_t>(r) < n, "step ", step, ": row ", r, " outside ",
+          plan_.buffers().at(static_cast<std::size_t>(v.buffer)).name, " (", n, " rows)");
 }
 
 const float* CpuExecutor::weight_f32(plan::WeightId id) const {
@@ -266,6 +276,52 @@ void CpuExecutor::execute(const plan::Step& step) {
             a.head_dim = op.head_dim;
             a.scale = op.scale;
             ops::probe_attention_cpu(a, pool_);
+          },
+          [&](const plan::KvWriteStep& op) {
+            check(batch_.cache_rows.size() == batch_.num_tokens(), "kv_write ", step.name,
+                  ": the batch holds no cache rows");
+            check(op.k.cols == op.v.cols && op.k.cols == op.k_cache.cols && op.v.cols == op.v_cache.cols, "kv_write ",
+                  step.name, ": key / value widths differ from the cache's");
+            check_cache_rows(step.name, op.k_cache, batch_.cache_rows);
+            check_cache_rows(step.name, op.v_cache, batch_.cache_rows);
+            ops::kv_write_cpu({tensor(op.k), tensor(op.v), tensor(op.k_cache), tensor(op.v_cache),
+                               batch_.cache_rows.data(), batch_.num_tokens(), op.k.cols},
+                              pool_);
+          },
+          [&](const plan::CachedAttentionStep& op) {
+            check(!selected(op.q) && !selected(op.out), "cached_attention ", step.name, ": token rows only");
+            check(batch_.cache_lengths.size() == batch_.num_tokens(), "cached_attention ", step.name,
+                  ": the batch holds no cache lengths");
+            // Every page a sequence lists must lie inside the cache.
+            const std::size_t cache_rows = rows(op.k_cache);
+            for (int32_t p : batch_.kv_pages)
+              check((static_cast<std::size_t>(p) + 1) * batch_.kv_page_size <= cache_rows, "cached_attention ",
+                    step.name, ": page ", p, " lies outside the cache of ", cache_rows, " rows");
+            ops::CachedAttentionArgs a;
+            a.q = tensor(op.q);
+            a.k_cache = tensor(op.k_cache);
+            a.v_cache = tensor(op.v_cache);
+            a.out = tensor(op.out);
+            a.seq_starts = starts;
+            a.num_seqs = nseq;
+            a.cache_lengths = batch_.cache_lengths.data();
+            a.page_starts = batch_.kv_page_starts.data();
+            a.pages = batch_.kv_pages.data();
+            a.page_size = batch_.kv_page_size;
+            a.heads = op.heads;
+            a.kv_heads = op.kv_heads;
+            a.head_dim = op.head_dim;
+            a.scale = op.scale;
+            ops::cached_attention_cpu(a, pool_);
+          },
+          [&](const plan::InjectRowsStep& op) {
+            if (batch_.inject_rows.empty()) return;  // no token takes another row
+            check(op.src.cols == op.out.cols, "inject_rows ", step.name, ": source of ", op.src.cols,
+                  " columns for rows of ", op.out.cols);
+            check_cache_rows(step.name, op.src, batch_.inject_rows);
+            ops::inject_rows_cpu({tensor(op.src), tensor(op.out), batch_.inject_rows.data(), batch_.num_tokens(),
+                                  op.out.cols},
+                                 pool_);
           },
       },
       step.op);

@@ -45,6 +45,7 @@ class CpuExecutor final : public plan::Executor {
   std::size_t rows(const plan::View& v) const;
   // rows(x), checked against what each of `others` holds (absent views skipped).
   std::size_t row_wise(const std::string& step, const plan::View& x, std::initializer_list<plan::View> others) const;
+  void check_cache_rows(const std::string& step, const plan::View& v, const std::vector<int32_t>& indices) const;
   const float* weight_f32(plan::WeightId id) const;        // null for kNoWeight
   ops::ConstTensorView weight(plan::WeightId id) const;  // absent for kNoWeight
   void pack_gemm_weights(plan::Plan& plan);

@@ -1,0 +1,79 @@
+// Text generation through the public API (Engine::generate): a prompt of token ids, maybe with
+// images, and how to pick each new token.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace il {
+
+// One image of a multimodal prompt, as the model's processor gives it: one row of patch_dim
+// values per patch (transformers' pixel_values for the image) and its [t, h, w] grid of patches.
+struct PatchImage {
+  std::vector<float> rows;
+  std::size_t patch_dim = 0;
+  std::array<int, 3> grid_thw{};
+};
+
+// How the next token is picked from the logits, in transformers' order: repetition penalty, the
+// n-gram guard, then greedy (temperature 0) or temperature → top-k → top-p → a draw.
+struct SamplingOptions {
+  std::size_t max_new_tokens = 256;
+  float temperature = 0.0f;   // 0: greedy (the largest logit; the lowest id on ties)
+  std::size_t top_k = 0;      // 0: no cut
+  float top_p = 1.0f;         // 1: no cut
+  std::uint64_t seed = 0;     // the draws of a request depend on this alone
+  // > 1 makes every token already in the prompt or the output less likely: its logit divided by
+  // the penalty when positive, multiplied when negative (transformers' repetition_penalty).
+  float repetition_penalty = 1.0f;
+  // The anti-loop guard: a token that would complete an n-gram of this many tokens which already
+  // occurs in the last `ngram_window` tokens is banned (0: off). ngram_window 0 looks at the whole
+  // sequence, prompt included (transformers' no_repeat_ngram_size). N-grams that hold a token of
+  // ngram_whitelist may repeat (table markup in OCR output repeats by nature).
+  std::size_t no_repeat_ngram = 0;
+  std::size_t ngram_window = 0;
+  std::vector<int32_t> ngram_whitelist;
+  // Stop on any of these ids (nullopt: the folder's end ids, generation_config.json
+  // eos_token_id); the id is part of the output, as in transformers.
+  std::optional<std::vector<int32_t>> stop_ids;
+  // Stop once the decoded output contains one of these; the output keeps the tokens up to and
+  // including the one that completed it.
+  std::vector<std::string> stop_strings;
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> input_ids;
+  std::vector<PatchImage> images;  // in the order their placeholder runs appear in input_ids
+  SamplingOptions options;
+};
+
+enum class FinishReason { kStopId, kStopString, kLength };
+
+inline const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStopId: return "stop";
+    case FinishReason::kStopString: return "stop_string";
+    case FinishReason::kLength: return "length";
+  }
+  return "?";
+}
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // the new tokens only
+  FinishReason finish = FinishReason::kLength;
+  std::size_t prompt_tokens = 0;
+  double prefill_ms = 0.0;  // from the request's start to its first token
+  double decode_ms = 0.0;   // from its first token to its last
+};
+
+// Called as tokens are produced: request index, token id, and the text it completes (decoded
+// incrementally, never splitting a UTF-8 character; empty while a character is incomplete or
+// without a tokenizer).
+using TokenCallback = std::function<void(std::size_t request, int32_t token, const std::string& text)>;
+
+}  // namespace il

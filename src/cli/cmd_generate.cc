@@ -1,0 +1,239 @@
+// `inferencelayer generate`: text generation from JSON lines of token ids (and, for a multimodal
+// model, the processor's pixel_values and image grids), the check form of generating models:
+//   {"input_ids": [...], "pixel_values": [[...] per patch], "image_grid_thw": [[t, h, w]],
+//    "max_new_tokens": N}
+// prints {"tokens": [...]} (the new tokens only; greedy unless the options or the line ask for
+// sampling); --output-kind vision prints {"vision": [[...]]} (the vision tower's rows for the
+// line's images), --output-kind logits {"logits": [...]} (the prompt's last position).
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/jsonl_io.h"
+#include "core/error.h"
+#include "core/float_format.h"
+#include "io/json_util.h"
+
+namespace il::cli {
+namespace {
+
+struct GenerateArgs {
+  EngineArgs engine;
+  std::string input = "-";
+  std::string output = "-";
+  std::string output_kind = "tokens";
+  SamplingOptions sampling;
+  bool details = false;
+  std::size_t chunk = 64;
+};
+
+double get_number(const nlohmann::json& obj, const char* key, std::string_view where) {
+  const auto& v = obj.at(key);
+  if (!v.is_number()) throw input_error(where, std::string("\"") + key + "\" must be a number");
+  return v.get<double>();
+}
+
+std::size_t get_count(const nlohmann::json& obj, const char* key, std::string_view where) {
+  const auto& v = obj.at(key);
+  if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > (1LL << 30))
+    throw input_error(where, std::string("\"") + key + "\" must be an integer in 0..2^30, got " + io::describe_json(v));
+  return static_cast<std::size_t>(v.get<long long>());
+}
+
+// pixel_values: one row per patch, every row as long as the first, all numbers finite.
+std::vector<std::vector<float>> patch_rows(const nlohmann::json& obj, std::string_view where) {
+  const auto& v = obj.at("pixel_values");
+  if (!v.is_array() || v.empty()) throw input_error(where, "\"pixel_values\" must be a non-empty array of rows");
+  std::vector<std::vector<float>> rows;
+  rows.reserve(v.size());
+  for (const auto& r : v) {
+    if (!r.is_array() || r.empty() || (!rows.empty() && r.size() != rows.front().size()))
+      throw input_error(where, "\"pixel_values\" must hold rows of numbers of one length (one row per patch)");
+    std::vector<float> row;
+    row.reserve(r.size());
+    for (const auto& x : r) {
+      if (!x.is_number()) throw input_error(where, "\"pixel_values\" holds " + io::describe_json(x));
+      const double d = x.get<double>();
+      if (!std::isfinite(d)) throw input_error(where, "\"pixel_values\" holds a value that is not finite");
+      row.push_back(static_cast<float>(d));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, const GenerateArgs& a,
+                             const ModelInfo& info) {
+  check_fields(j,
+               {"input_ids", "pixel_values", "image_grid_thw", "mm_token_type_ids", "attention_mask", "max_new_tokens",
+                "temperature", "top_k", "top_p", "seed", "repetition_penalty", "no_repeat_ngram_size", "stop_ids"},
+               where);
+  GenerationRequest r;
+  r.input_ids = get_int_array(j, "input_ids", where);
+  r.options = a.sampling;
+  if (has_key(j, "attention_mask")) {
+    for (int32_t m : get_int_array(j, "attention_mask", where))
+      if (m != 1) throw input_error(where, "\"attention_mask\" must be all ones (one unpadded prompt per line)");
+  }
+  if (has_key(j, "max_new_tokens")) r.options.max_new_tokens = get_count(j, "max_new_tokens", where);
+  if (has_key(j, "temperature")) r.options.temperature = static_cast<float>(get_number(j, "temperature", where));
+  if (has_key(j, "top_k")) r.options.top_k = get_count(j, "top_k", where);
+  if (has_key(j, "top_p")) r.options.top_p = static_cast<float>(get_number(j, "top_p", where));
+  if (has_key(j, "seed")) r.options.seed = get_count(j, "seed", where);
+  if (has_key(j, "repetition_penalty"))
+    r.options.repetition_penalty = static_cast<float>(get_number(j, "repetition_penalty", where));
+  if (has_key(j, "no_repeat_ngram_size")) r.options.no_repeat_ngram = get_count(j, "no_repeat_ngram_size", where);
+  if (has_key(j, "stop_ids")) r.options.stop_ids = get_int_array(j, "stop_ids", where);
+  const bool has_pixels = has_key(j, "pixel_values"), has_grid = has_key(j, "image_grid_thw");
+  if (has_pixels != has_grid) throw input_error(where, "give \"pixel_values\" and \"image_grid_thw\" together");
+  if (has_pixels) {
+    const auto rows = patch_rows(j, where);
+    const auto& g = j.at("image_grid_thw");
+    if (!g.is_array() || g.empty()) throw input_error(where, "\"image_grid_thw\" must be a list of [t, h, w]");
+    std::size_t next = 0;
+    for (const auto& thw : g) {
+      if (!thw.is_array() || thw.size() != 3)
+        throw input_error(where, "\"image_grid_thw\" must be a list of [t, h, w], found " + io::describe_json(thw));
+      PatchImage im;
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (!thw[k].is_number_integer() || thw[k].get<long long>() < 1 || thw[k].get<long long>() > 65536)
+          throw input_error(where, "\"image_grid_thw\" holds " + io::describe_json(thw));
+        im.grid_thw[k] = thw[k].get<int>();
+      }
+      const std::size_t n = static_cast<std::size_t>(im.grid_thw[0]) * im.grid_thw[1] * im.grid_thw[2];
+      if (next + n > rows.size())
+        throw input_error(where, "\"image_grid_thw\" needs more patch rows than the " + std::to_string(rows.size()) +
+                                     " \"pixel_values\" holds");
+      im.patch_dim = rows.front().size();
+      im.rows.reserve(n * im.patch_dim);
+      for (std::size_t i = 0; i < n; ++i) im.rows.insert(im.rows.end(), rows[next + i].begin(), rows[next + i].end());
+      next += n;
+      r.images.push_back(std::move(im));
+    }
+    if (next != rows.size())
+      throw input_error(where, "\"pixel_values\" holds " + std::to_string(rows.size()) + " rows; the grids take " +
+                                   std::to_string(next));
+  }
+  (void)info;
+  return r;
+}
+
+void write_result(const GenerateArgs& a, const GenerationRequest& r, const GenerationResult* g, const Matrix* logits,
+                  std::size_t row, const std::vector<Matrix>* vision, OutputSink& out) {
+  std::string& b = out.buffer();
+  if (a.output_kind == "logits") {
+    b += "{\"logits\":";
+    append_floats(b, logits->row(row), logits->cols);
+    b += '}';
+  } else if (a.output_kind == "vision") {
+    b += "{\"vision\":[";
+    bool first = true;
+    for (const Matrix& m : *vision)
+      for (std::size_t i = 0; i < m.rows; ++i) {
+        if (!first) b += ',';
+        first = false;
+        append_floats(b, m.row(i), m.cols);
+      }
+    b += "]}";
+  } else {
+    b += "{\"tokens\":";
+    append_ints(b, g->tokens);
+    if (a.details) {
+      b += ",\"finish_reason\":\"";
+      b += finish_reason_name(g->finish);
+      b += "\",\"prompt_tokens\":" + std::to_string(r.input_ids.size());
+      b += ",\"prefill_ms\":";
+      append_float(b, static_cast<float>(g->prefill_ms));
+      b += ",\"decode_ms\":";
+      append_float(b, static_cast<float>(g->decode_ms));
+    }
+    b += '}';
+  }
+  out.end_line();
+}
+
+void run_generate(const GenerateArgs& a) {
+  auto engine = load_engine(a.engine);
+  const ModelInfo& info = engine->info();
+  if (!info.capabilities.generate) throw UsageError(a.engine.model + " is not a generating model");
+  LineReader in(a.input);
+  OutputSink out(a.output);
+  std::vector<GenerationRequest> chunk;
+  std::vector<std::string> where;
+  const auto flush_chunk = [&]() {
+    if (chunk.empty()) return;
+    if (a.output_kind == "tokens") {
+      const std::vector<GenerationResult> results = engine->generate(chunk);
+      for (std::size_t i = 0; i < chunk.size(); ++i) write_result(a, chunk[i], &results[i], nullptr, 0, nullptr, out);
+    } else if (a.output_kind == "logits") {
+      const Matrix logits = engine->prompt_logits(chunk);
+      for (std::size_t i = 0; i < chunk.size(); ++i) write_result(a, chunk[i], nullptr, &logits, i, nullptr, out);
+    } else {
+      for (std::size_t i = 0; i < chunk.size(); ++i) {
+        if (chunk[i].images.empty()) throw input_error(where[i], "--output-kind vision needs \"pixel_values\"");
+        const std::vector<Matrix> rows = engine->vision_rows(chunk[i].images);
+        write_result(a, chunk[i], nullptr, nullptr, 0, &rows, out);
+      }
+    }
+    out.flush();
+    chunk.clear();
+    where.clear();
+  };
+  std::string line;
+  while (in.next(line)) {
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string w = "input line " + std::to_string(in.line_number());
+    const nlohmann::json j = parse_json_object(line, w);
+    try {
+      chunk.push_back(parse_line(j, w, a, info));
+    } catch (const Error& e) {
+      throw input_error(w, e.what());
+    }
+    where.push_back(w);
+    if (chunk.size() >= a.chunk) flush_chunk();
+  }
+  flush_chunk();
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "Generate text from JSON lines of token ids (and pixel_values + image_grid_thw for images)");
+  add_engine_options(*cmd, a->engine);
+  add_generation_engine_options(*cmd, a->engine);
+  cmd->add_option("-i,--input", a->input, "JSONL input file, or - for stdin")->capture_default_str();
+  cmd->add_option("-o,--output", a->output, "JSONL output file, or - for stdout")->capture_default_str();
+  cmd->add_option("--output-kind", a->output_kind,
+                  "tokens: {\"tokens\": [...]} the new tokens; vision: {\"vision\": [[...]]} the vision tower's rows; "
+                  "logits: {\"logits\": [...]} the prompt's last position")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tokens", "vision", "logits"}));
+  cmd->add_option("--max-new-tokens", a->sampling.max_new_tokens, "New tokens at most (a line's max_new_tokens wins)")
+      ->capture_default_str();
+  cmd->add_option("--temperature", a->sampling.temperature, "0 = greedy; else sample at this temperature")
+      ->capture_default_str();
+  cmd->add_option("--top-k", a->sampling.top_k, "Sample among the k most likely tokens (0 = all)")->capture_default_str();
+  cmd->add_option("--top-p", a->sampling.top_p, "Sample from the smallest set whose probability reaches p")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->sampling.seed, "Seed of a request's draws")->capture_default_str();
+  cmd->add_option("--repetition-penalty", a->sampling.repetition_penalty,
+                  "Divide the logits of tokens already seen by this (transformers' repetition_penalty)")
+      ->capture_default_str();
+  cmd->add_option("--no-repeat-ngram", a->sampling.no_repeat_ngram,
+                  "Anti-loop guard: ban a token that repeats an n-gram of this size (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--ngram-window", a->sampling.ngram_window,
+                  "The guard looks at the last this many tokens (0 = the whole sequence)")
+      ->capture_default_str();
+  cmd->add_flag("--details", a->details, "Add finish_reason, prompt_tokens and timings to each output line");
+  return {cmd, [a]() { run_generate(*a); }};
+}
+
+}  // namespace il::cli

@@ -1,0 +1,371 @@
+#include "runtime/generator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "runtime/rope_positions.h"
+
+namespace il::runtime {
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+KvCacheLayout size_kv_cache(models::BuiltModel& model, std::size_t tokens, std::size_t page_size,
+                            std::size_t max_batch_tokens) {
+  check(model.generation.has_value(), "this model does not generate");
+  check(page_size > 0 && tokens >= page_size, "KV cache: ", tokens, " tokens do not make one page of ", page_size);
+  KvCacheLayout layout{page_size, tokens / page_size};
+  for (plan::BufferId b : model.generation->kv_cache) model.plan.set_fixed_rows(b, layout.pages * page_size);
+  // The vision program's output: the merged rows of the largest vision batch (its launched rows
+  // may be rounded up: the bucket never passes max_batch_tokens).
+  if (model.generation->image_rows >= 0)
+    model.plan.set_fixed_rows(model.generation->image_rows,
+                              ceil_div(max_batch_tokens, model.generation->image_row_divisor));
+  return layout;
+}
+
+Generator::Generator(const models::BuiltModel& model, plan::Executor& exec, KvCacheLayout layout,
+                     std::size_t max_batch_tokens, const text::Tokenizer* tokenizer)
+    : model_(model), spec_(*model.generation), exec_(exec), layout_(layout), max_tokens_(max_batch_tokens),
+      tokenizer_(tokenizer) {
+  free_pages_.reserve(layout.pages);
+  // Handed out from the back: lowest page numbers first.
+  for (std::size_t p = layout.pages; p > 0; --p) free_pages_.push_back(static_cast<int32_t>(p - 1));
+}
+
+std::size_t Generator::pages_needed(const GenerationRequest& r) const {
+  return ceil_div(r.input_ids.size() + r.options.max_new_tokens, layout_.page_size);
+}
+
+void Generator::validate(const GenerationRequest& r) const {
+  check(!r.input_ids.empty(), "the prompt is empty");
+  const int vocab = model_.limits.vocab;
+  for (std::size_t i = 0; i < r.input_ids.size(); ++i)
+    check(r.input_ids[i] >= 0 && r.input_ids[i] < vocab, "input_ids[", i, "] = ", r.input_ids[i],
+          " is outside the vocabulary of ", vocab);
+  check_sampling_options(r.options);
+  const std::size_t total = r.input_ids.size() + r.options.max_new_tokens;
+  check(spec_.max_positions == 0 || total <= spec_.max_positions, "a prompt of ", r.input_ids.size(),
+        " tokens and max_new_tokens ", r.options.max_new_tokens, " pass the model's context of ", spec_.max_positions,
+        " tokens");
+  check(r.input_ids.size() <= max_tokens_, "a prompt of ", r.input_ids.size(), " tokens does not fit one batch of ",
+        max_tokens_, " tokens (raise the batch token budget)");
+  check(pages_needed(r) <= layout_.pages, "a prompt of ", r.input_ids.size(), " tokens and max_new_tokens ",
+        r.options.max_new_tokens, " need ", pages_needed(r) * layout_.page_size, " KV cache entries; the cache holds ",
+        layout_.pages * layout_.page_size);
+  std::size_t patches = 0;
+  for (std::size_t i = 0; i < r.images.size(); ++i) {
+    const PatchImage& im = r.images[i];
+    check(spec_.image_rows >= 0, "this model takes no images");
+    const auto [t, h, w] = im.grid_thw;
+    check(t >= 1 && h >= 1 && w >= 1, "image ", i, ": grid [", t, ", ", h, ", ", w, "] must be positive");
+    const std::size_t n = static_cast<std::size_t>(t) * static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
+    check(im.patch_dim == spec_.patch_dim, "image ", i, ": patch rows of ", im.patch_dim, " values; the model takes ",
+          spec_.patch_dim);
+    check(im.rows.size() == n * im.patch_dim, "image ", i, ": ", im.rows.size(), " values for a grid of ", n,
+          " patches of ", im.patch_dim);
+    for (std::size_t k = 0; k < im.rows.size(); ++k)
+      check(std::isfinite(im.rows[k]), "image ", i, ": pixel value ", k, " (patch ", k / im.patch_dim,
+            ") is not finite");
+    patches += n;
+  }
+  check(patches <= max_tokens_, "the prompt's images hold ", patches, " patches, more than one batch of ",
+        max_tokens_, " tokens");
+  if (spec_.position_axes == 3) {
+    std::vector<std::array<int, 3>> grids;
+    for (const PatchImage& im : r.images) grids.push_back(im.grid_thw);
+    (void)mrope_positions(r.input_ids, spec_.image_token, grids, spec_.spatial_merge);  // throws on a mismatch
+  } else {
+    check(r.images.empty(), "this model takes no images");
+  }
+}
+
+Generator::Id Generator::submit(GenerationRequest request) {
+  validate(request);
+  auto s = std::make_unique<Sequence>();
+  s->id = next_id_++;
+  s->request = std::move(request);
+  s->history = s->request.input_ids;
+  s->result.prompt_tokens = s->history.size();
+  s->start = std::chrono::steady_clock::now();
+  queue_.push_back(std::move(s));
+  return queue_.back()->id;
+}
+
+int32_t Generator::row_of(const Sequence& s, std::size_t index) const {
+  const std::size_t P = layout_.page_size;
+  return static_cast<int32_t>(static_cast<std::size_t>(s.pages.at(index / P)) * P + index % P);
+}
+
+// From the front of the queue, in order, as many requests as fit one prefill batch, one vision
+// batch and the free pages.
+std::vector<Generator::Sequence*> Generator::admit() {
+  std::vector<Sequence*> group;
+  std::size_t tokens = 0, patches = 0;
+  while (!queue_.empty()) {
+    Sequence& s = *queue_.front();
+    std::size_t p = 0;
+    for (const PatchImage& im : s.request.images) p += im.rows.size() / im.patch_dim;
+    const std::size_t need = pages_needed(s.request);
+    if (tokens + s.history.size() > max_tokens_ || patches + p > max_tokens_ || need > free_pages_.size() ||
+        running_.size() + group.size() + 1 > max_tokens_)
+      break;
+    tokens += s.history.size();
+    patches += p;
+    for (std::size_t i = 0; i < need; ++i) {
+      s.pages.push_back(free_pages_.back());
+      free_pages_.pop_back();
+    }
+    s.sampler.emplace(s.request.options);
+    if (tokenizer_) s.detok.emplace(*tokenizer_);
+    running_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    group.push_back(running_.back().get());
+  }
+  return group;
+}
+
+void Generator::run_vision(const std::vector<const PatchImage*>& images) {
+  // One sequence per image; patch rows as the processor ordered them (merge windows of
+  // spatial_merge² consecutive rows); rotary positions (row, column) of each patch in the full
+  // grid on two axes.
+  plan::Batch b;
+  b.patch_dim = spec_.patch_dim;
+  b.seq_starts.push_back(0);
+  std::vector<int32_t> rows_axis, cols_axis;
+  const int m = static_cast<int>(spec_.spatial_merge);
+  for (const PatchImage* im : images) {
+    const auto [gt, gh, gw] = im->grid_thw;
+    b.patches.insert(b.patches.end(), im->rows.begin(), im->rows.end());
+    for (int t = 0; t < gt; ++t)
+      for (int br = 0; br < gh / m; ++br)
+        for (int bc = 0; bc < gw / m; ++bc)
+          for (int r = 0; r < m; ++r)
+            for (int c = 0; c < m; ++c) {
+              rows_axis.push_back(br * m + r);
+              cols_axis.push_back(bc * m + c);
+            }
+    b.seq_starts.push_back(static_cast<int32_t>(rows_axis.size()));
+  }
+  b.tokens.assign(rows_axis.size(), 0);
+  b.rope_positions = rows_axis;
+  b.rope_positions.insert(b.rope_positions.end(), cols_axis.begin(), cols_axis.end());
+  exec_.set_batch(b);
+  exec_.run("vision");
+}
+
+void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::vector<Event>* events,
+                        std::vector<std::vector<float>>* logits_out) {
+  // Images first: their rows land in the plan's image buffer, in the order the prompts list them.
+  std::vector<const PatchImage*> images;
+  for (Sequence* s : group)
+    for (const PatchImage& im : s->request.images) images.push_back(&im);
+  if (!images.empty()) run_vision(images);
+
+  plan::Batch b;
+  b.seq_starts.push_back(0);
+  const bool mrope = spec_.position_axes == 3;
+  std::vector<int32_t> axes[3];
+  int32_t image_row = 0;
+  for (Sequence* s : group) {
+    const std::vector<int32_t>& ids = s->history;
+    b.tokens.insert(b.tokens.end(), ids.begin(), ids.end());
+    for (std::size_t i = 0; i < ids.size(); ++i) b.cache_rows.push_back(row_of(*s, i));
+    if (mrope) {
+      std::vector<std::array<int, 3>> grids;
+      for (const PatchImage& im : s->request.images) grids.push_back(im.grid_thw);
+      const PromptPositions p = mrope_positions(ids, spec_.image_token, grids, spec_.spatial_merge);
+      for (std::size_t a = 0; a < 3; ++a)
+        axes[a].insert(axes[a].end(), p.axes.begin() + static_cast<std::ptrdiff_t>(a * ids.size()),
+                       p.axes.begin() + static_cast<std::ptrdiff_t>((a + 1) * ids.size()));
+      s->delta = p.delta;
+    } else {
+      for (std::size_t i = 0; i < ids.size(); ++i) axes[0].push_back(static_cast<int32_t>(i));
+    }
+    if (spec_.image_rows >= 0)
+      for (int32_t id : ids) b.inject_rows.push_back(!images.empty() && id == spec_.image_token ? image_row++ : -1);
+    s->cached = ids.size();
+    b.seq_starts.push_back(static_cast<int32_t>(b.tokens.size()));
+  }
+  b.positions = axes[0];
+  if (mrope)
+    for (const auto& a : axes) b.rope_positions.insert(b.rope_positions.end(), a.begin(), a.end());
+  exec_.set_batch(b);
+  exec_.run("prefill");
+  exec_.run("logits");
+  const std::size_t vocab = static_cast<std::size_t>(model_.limits.vocab);
+  logits_.resize(group.size() * vocab);
+  exec_.read(model_.plan.output("logits"), logits_.data());
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    std::span<float> row(logits_.data() + i * vocab, vocab);
+    if (logits_out) logits_out->emplace_back(row.begin(), row.end());
+    if (sample) accept(*group[i], group[i]->sampler->pick(row, group[i]->history), events);
+  }
+}
+
+void Generator::decode(std::vector<Event>& events) {
+  std::vector<Sequence*> live;
+  for (auto& s : running_)
+    if (!s->done && s->cached > 0 && s->result.tokens.size() > 0) live.push_back(s.get());
+  if (live.empty()) return;
+  plan::Batch b;
+  b.seq_starts.push_back(0);
+  b.kv_page_starts.push_back(0);
+  b.kv_page_size = layout_.page_size;
+  const bool mrope = spec_.position_axes == 3;
+  for (Sequence* s : live) {
+    const std::size_t index = s->cached;  // the new token's cache entry
+    b.tokens.push_back(s->history.back());
+    b.cache_rows.push_back(row_of(*s, index));
+    b.cache_lengths.push_back(static_cast<int32_t>(index + 1));
+    b.positions.push_back(static_cast<int32_t>(index) + s->delta);
+    b.kv_pages.insert(b.kv_pages.end(), s->pages.begin(), s->pages.end());
+    b.kv_page_starts.push_back(static_cast<int32_t>(b.kv_pages.size()));
+    b.seq_starts.push_back(static_cast<int32_t>(b.tokens.size()));
+    s->cached = index + 1;
+  }
+  if (mrope)
+    for (int a = 0; a < 3; ++a) b.rope_positions.insert(b.rope_positions.end(), b.positions.begin(), b.positions.end());
+  if (spec_.image_rows >= 0) b.inject_rows.assign(b.tokens.size(), -1);
+  exec_.set_batch(b);
+  exec_.run("decode");
+  exec_.run("logits");
+  const std::size_t vocab = static_cast<std::size_t>(model_.limits.vocab);
+  logits_.resize(live.size() * vocab);
+  exec_.read(model_.plan.output("logits"), logits_.data());
+  for (std::size_t i = 0; i < live.size(); ++i)
+    accept(*live[i], live[i]->sampler->pick(std::span<float>(logits_.data() + i * vocab, vocab), live[i]->history),
+           &events);
+}
+
+void Generator::accept(Sequence& s, int32_t token, std::vector<Event>* events) {
+  const auto now = std::chrono::steady_clock::now();
+  if (s.result.tokens.empty()) s.first = now;
+  s.result.tokens.push_back(token);
+  s.history.push_back(token);
+  Event e;
+  e.id = s.id;
+  e.token = token;
+  if (s.detok) e.text = s.detok->push(token);
+  const std::vector<int32_t>& stops = s.request.options.stop_ids ? *s.request.options.stop_ids : spec_.end_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    s.done = true;
+    s.result.finish = FinishReason::kStopId;
+  } else if (!s.request.options.stop_strings.empty()) {
+    s.text += e.text;
+    for (const std::string& stop : s.request.options.stop_strings)
+      if (s.text.find(stop) != std::string::npos) {
+        s.done = true;
+        s.result.finish = FinishReason::kStopString;
+      }
+  }
+  if (!s.done && s.result.tokens.size() >= s.request.options.max_new_tokens) {
+    s.done = true;
+    s.result.finish = FinishReason::kLength;
+  }
+  e.finished = s.done;
+  if (s.done) {
+    s.result.prefill_ms = ms_between(s.start, s.first);
+    s.result.decode_ms = ms_between(s.first, now);
+  }
+  if (events) events->push_back(std::move(e));
+}
+
+void Generator::release(Sequence& s) {
+  for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it) free_pages_.push_back(*it);
+  s.pages.clear();
+}
+
+std::vector<Generator::Event> Generator::step() {
+  std::vector<Event> events;
+  // Decode first for the sequences already running, then admit: a new prompt's first token comes
+  // from its prefill's logits.
+  decode(events);
+  const std::vector<Sequence*> group = admit();
+  if (!group.empty()) prefill(group, true, &events, nullptr);
+  check(!group.empty() || !running_.empty() || queue_.empty(),
+        "generation: the next request does not fit the free KV cache");
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->done) {
+      release(**it);
+      finished_[(*it)->id] = std::move((*it)->result);
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return events;
+}
+
+GenerationResult Generator::take_result(Id id) {
+  const auto it = finished_.find(id);
+  check(it != finished_.end(), "generation: request ", id, " has not finished");
+  GenerationResult r = std::move(it->second);
+  finished_.erase(it);
+  return r;
+}
+
+std::vector<std::vector<float>> Generator::prompt_logits(const std::vector<GenerationRequest>& requests) {
+  check(idle(), "generation: prompt logits while requests run");
+  std::vector<std::vector<float>> out;
+  for (const GenerationRequest& r : requests) {
+    GenerationRequest one = r;
+    one.options.max_new_tokens = 1;
+    submit(std::move(one));
+  }
+  while (!queue_.empty()) {
+    const std::vector<Sequence*> group = admit();
+    check(!group.empty(), "generation: a prompt does not fit the KV cache");
+    prefill(group, false, nullptr, &out);
+    for (auto& s : running_) release(*s);
+    running_.clear();
+  }
+  return out;
+}
+
+std::vector<Matrix> Generator::vision_rows(const std::vector<PatchImage>& images) {
+  check(spec_.image_rows >= 0, "this model takes no images");
+  std::vector<Matrix> out;
+  const plan::View view = model_.plan.whole(spec_.image_rows);
+  std::vector<float> all;
+  for (std::size_t first = 0; first < images.size();) {
+    std::vector<const PatchImage*> group;
+    std::size_t patches = 0;
+    while (first < images.size()) {
+      const PatchImage& im = images[first];
+      const auto [t, h, w] = im.grid_thw;
+      check(im.patch_dim == spec_.patch_dim && t >= 1 && h >= 1 && w >= 1 &&
+                im.rows.size() == static_cast<std::size_t>(t * h * w) * im.patch_dim,
+            "image ", first, ": its rows do not match its grid and the model's patch size");
+      const std::size_t n = static_cast<std::size_t>(t * h * w);
+      check(n <= max_tokens_, "image ", first, ": ", n, " patches exceed one batch of ", max_tokens_, " tokens");
+      if (!group.empty() && patches + n > max_tokens_) break;
+      patches += n;
+      group.push_back(&im);
+      ++first;
+    }
+    run_vision(group);
+    all.resize(static_cast<std::size_t>(model_.plan.buffers().at(static_cast<std::size_t>(spec_.image_rows)).fixed_rows) *
+               view.cols);
+    exec_.read(view, all.data());
+    std::size_t row = 0;
+    for (const PatchImage* im : group) {
+      const std::size_t n = static_cast<std::size_t>(im->grid_thw[0] * im->grid_thw[1] * im->grid_thw[2]) /
+                            spec_.image_row_divisor;
+      Matrix m(n, view.cols);
+      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(row * view.cols), n * view.cols, m.data.begin());
+      row += n;
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+}  // namespace il::runtime

@@ -1,0 +1,115 @@
+// The generation loop over a generating model's plan (models/model.h, GenerationSpec): prefill
+// of new prompts (their images through the vision program first), then one decode step at a time
+// for every running sequence, sequences joining and leaving between steps.
+//
+// KV cache: paged. Each layer's cache is one persistent buffer of pages × page_size rows; a
+// sequence holds a list of pages, so sequences of any lengths share one budget without a
+// per-sequence maximum, and the attention reads a sequence's entries through its page list.
+// A sequence reserves the pages for its prompt plus its max_new_tokens when it is admitted: it
+// can then never run out mid-generation (no preemption needed); the cost is pages reserved but
+// unused by sequences that stop early, released as they finish.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferencelayer/generation.h"
+#include "models/model.h"
+#include "plan/executor.h"
+#include "runtime/detokenizer.h"
+#include "runtime/sampling.h"
+#include "text/tokenizer.h"
+
+namespace il::runtime {
+
+struct KvCacheLayout {
+  std::size_t page_size = 0;  // rows (tokens) per page
+  std::size_t pages = 0;
+};
+
+// The layout for a budget of `tokens` cache entries (pages of page_size), and the plan's cache
+// buffers sized to it; call before building the executor.
+KvCacheLayout size_kv_cache(models::BuiltModel& model, std::size_t tokens, std::size_t page_size,
+                            std::size_t max_batch_tokens);
+
+class Generator {
+ public:
+  // `tokenizer` (may be null) decodes streamed text and stop strings.
+  Generator(const models::BuiltModel& model, plan::Executor& exec, KvCacheLayout layout, std::size_t max_batch_tokens,
+            const text::Tokenizer* tokenizer);
+
+  using Id = std::size_t;
+  // The checks submit makes (ids, images, options, whether it can ever fit), alone.
+  void validate(const GenerationRequest& r) const;
+  // Queues a request (checked now: ids, images, options, whether it can ever fit). Throws
+  // il::Error naming the problem.
+  Id submit(GenerationRequest request);
+
+  struct Event {
+    Id id = 0;
+    int32_t token = 0;
+    std::string text;  // what the token completes of the decoded output
+    bool finished = false;
+  };
+  // Admits what fits (vision and prefill for the new prompts) and runs one decode step for the
+  // sequences already running. Returns the tokens produced, in sequence order.
+  std::vector<Event> step();
+  bool idle() const { return queue_.empty() && running_.empty(); }
+  // A finished request's result (once; the request is then forgotten).
+  GenerationResult take_result(Id id);
+
+  // Prefill alone: the logits of each prompt's last position (no token is generated).
+  std::vector<std::vector<float>> prompt_logits(const std::vector<GenerationRequest>& requests);
+  // The vision program's rows for these images, one matrix per image.
+  std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images);
+
+ private:
+  struct Sequence {
+    Id id = 0;
+    GenerationRequest request;
+    std::vector<int32_t> history;  // prompt, then generated tokens
+    std::vector<int32_t> pages;
+    std::size_t cached = 0;        // cache entries written
+    int32_t delta = 0;             // M-RoPE: decode positions are cache index + delta
+    std::optional<TokenSampler> sampler;
+    std::optional<Detokenizer> detok;
+    std::string text;              // decoded output so far (stop strings)
+    GenerationResult result;
+    std::chrono::steady_clock::time_point start, first;
+    bool done = false;
+  };
+
+  std::size_t pages_needed(const GenerationRequest& r) const;
+  std::vector<Sequence*> admit();
+  void prefill(const std::vector<Sequence*>& group, bool sample, std::vector<Event>* events,
+               std::vector<std::vector<float>>* logits_out);
+  void run_vision(const std::vector<const PatchImage*>& images);
+  void decode(std::vector<Event>& events);
+  // Appends the token to the sequence and says whether it finished.
+  void accept(Sequence& s, int32_t token, std::vector<Event>* events);
+  void release(Sequence& s);
+  int32_t row_of(const Sequence& s, std::size_t index) const;
+
+  const models::BuiltModel& model_;
+  const models::GenerationSpec& spec_;
+  plan::Executor& exec_;
+  KvCacheLayout layout_;
+  std::size_t max_tokens_;
+  const text::Tokenizer* tokenizer_;
+  std::vector<int32_t> free_pages_;
+  // Owned by pointer: admit() hands out pointers that must survive the containers growing.
+  std::deque<std::unique_ptr<Sequence>> queue_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::map<Id, GenerationResult> finished_;
+  Id next_id_ = 0;
+  std::vector<float> logits_;
+};
+
+}  // namespace il::runtime
