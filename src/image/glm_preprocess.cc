@@ -4,6 +4,7 @@
 #include <cfenv>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "core/error.h"
 #include "io/json_util.h"
@@ -201,7 +202,8 @@ std::pair<std::size_t, std::size_t> glm_smart_resize(std::size_t height, std::si
     h_bar = static_cast<long long>(std::ceil(static_cast<double>(h) * beta / fd)) * factor;
     w_bar = static_cast<long long>(std::ceil(static_cast<double>(w) * beta / fd)) * factor;
   }
-  check(h_bar > 0 && w_bar > 0 && static_cast<std::size_t>(h_bar) * static_cast<std::size_t>(w_bar) <= kMaxResizedPixels,
+  const auto resized_pixels = static_cast<std::size_t>(h_bar) * static_cast<std::size_t>(w_bar);
+  check(h_bar > 0 && w_bar > 0 && resized_pixels <= kMaxResizedPixels,
         "GLM-V preprocessing: a ", width, "x", height, " image would be resized to ", w_bar, "x", h_bar,
         " (min_pixels ", config.min_pixels, ", max_pixels ", config.max_pixels, "), more than ", kMaxResizedPixels,
         " pixels");
@@ -215,8 +217,9 @@ PatchedImage glm_preprocess(const RgbImage& image, const GlmImageConfig& config)
   if (config.do_resize) {
     std::tie(out_h, out_w) = glm_smart_resize(image.height, image.width, config);
   } else {
-    check(out_h % config.factor() == 0 && out_w % config.factor() == 0, "GLM-V preprocessing: do_resize is false and the ",
-          image.width, "x", image.height, " image is not a multiple of ", config.factor(), " px on both sides");
+    check(out_h % config.factor() == 0 && out_w % config.factor() == 0,
+          "GLM-V preprocessing: do_resize is false and the ", image.width, "x", image.height,
+          " image is not a multiple of ", config.factor(), " px on both sides");
   }
   // Resize, rescale and normalise are those of the SigLIP/CLIP processors (same backend code in
   // transformers): reuse them through an equivalent fixed-size PreprocessorConfig.

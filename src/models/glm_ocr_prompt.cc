@@ -53,7 +53,10 @@ GlmOcrPrompt build_glm_ocr_prompt(const text::Tokenizer& tokenizer, const GlmOcr
                                   std::string_view task_text) {
   check(merge_size > 0, "GLM-OCR prompt: merge size is zero");
   const std::size_t unit = merge_size * merge_size;
-  for (int v : grid_thw) check(v > 0, "GLM-OCR prompt: image grid [", grid_thw[0], ", ", grid_thw[1], ", ", grid_thw[2], "] has a non-positive side");
+  for (int v : grid_thw) {
+    check(v > 0, "GLM-OCR prompt: image grid [", grid_thw[0], ", ", grid_thw[1], ", ", grid_thw[2],
+          "] has a non-positive side");
+  }
   const std::size_t patches = static_cast<std::size_t>(grid_thw[0]) * static_cast<std::size_t>(grid_thw[1]) *
                               static_cast<std::size_t>(grid_thw[2]);
   check(grid_thw[1] % static_cast<int>(merge_size) == 0 && grid_thw[2] % static_cast<int>(merge_size) == 0,
@@ -80,7 +83,8 @@ GlmOcrPrompt build_glm_ocr_prompt(const text::Tokenizer& tokenizer, const GlmOcr
   const auto count = std::count(enc.ids.begin(), enc.ids.end(), special.image);
   check(count == 1, "GLM-OCR prompt: the tokenizer gave ", count, " <|image|> tokens for one placeholder");
   const auto at = static_cast<std::size_t>(std::find(enc.ids.begin(), enc.ids.end(), special.image) - enc.ids.begin());
-  check(at > 0 && at + 1 < enc.ids.size() && enc.ids[at - 1] == special.begin_image && enc.ids[at + 1] == special.end_image,
+  check(at > 0 && at + 1 < enc.ids.size() && enc.ids[at - 1] == special.begin_image &&
+            enc.ids[at + 1] == special.end_image,
         "GLM-OCR prompt: the tokenizer did not keep <|begin_of_image|><|image|><|end_of_image|> as three tokens");
 
   GlmOcrPrompt p;

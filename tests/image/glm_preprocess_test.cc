@@ -127,7 +127,8 @@ TEST(GlmPreprocess, MatchesTransformersProcessorsExactly) {
       continue;
     }
     const PatchedImage out = glm_preprocess(img, config);
-    const std::array<int, 3> grid{c["grid_thw"][0].get<int>(), c["grid_thw"][1].get<int>(), c["grid_thw"][2].get<int>()};
+    const std::array<int, 3> grid{c["grid_thw"][0].get<int>(), c["grid_thw"][1].get<int>(),
+                                  c["grid_thw"][2].get<int>()};
     ASSERT_EQ(out.grid_thw, grid) << what;
     ASSERT_EQ(out.patch_dim, c["shape"][1].get<std::size_t>()) << what;
     ASSERT_EQ(out.num_patches(), c["shape"][0].get<std::size_t>()) << what;
@@ -162,7 +163,9 @@ TEST(GlmPreprocess, RowsAreMergeWindowsOfChannelTemporalPatch) {
   RgbImage img{w, h, std::vector<std::uint8_t>(w * h * 3)};
   for (std::size_t y = 0; y < h; ++y)
     for (std::size_t x = 0; x < w; ++x)
-      for (std::size_t ch = 0; ch < 3; ++ch) img.pixels[(y * w + x) * 3 + ch] = static_cast<std::uint8_t>(ch * 64 + y * 8 + x);
+      for (std::size_t ch = 0; ch < 3; ++ch) {
+        img.pixels[(y * w + x) * 3 + ch] = static_cast<std::uint8_t>(ch * 64 + y * 8 + x);
+      }
   const PatchedImage out = glm_preprocess(img, c);
   EXPECT_EQ(out.grid_thw, (std::array<int, 3>{1, 2, 4}));
   ASSERT_EQ(out.patch_dim, 3u * 2 * 2 * 2);

@@ -28,7 +28,8 @@ namespace {
 
 nlohmann::json rope_fixture() {
   const char* root = std::getenv("IL_SOURCE_DIR");
-  std::ifstream in(std::filesystem::path(root ? root : IL_UNIT_SOURCE_DIR) / "tests/fixtures/glm-ocr/rope_expected.json");
+  const std::filesystem::path source_dir(root ? root : IL_UNIT_SOURCE_DIR);
+  std::ifstream in(source_dir / "tests/fixtures/glm-ocr/rope_expected.json");
   std::stringstream ss;
   ss << in.rdbuf();
   return nlohmann::json::parse(ss.str());
