@@ -102,6 +102,12 @@ bool is_glm_image_processor_type(std::string_view type) {
   return type == "Glm46VImageProcessor" || type == "Glm4vImageProcessor";
 }
 
+bool is_glm_preprocessor_config(const json& j) {
+  if (!j.is_object()) return false;
+  auto it = j.find("image_processor_type");
+  return it != j.end() && it->is_string() && is_glm_image_processor_type(it->get<std::string>());
+}
+
 GlmImageConfig parse_glm_image_config(const json& j, const std::string& source) {
   check(j.is_object(), source, ": expected a JSON object");
   auto type_it = j.find("image_processor_type");

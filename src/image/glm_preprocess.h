@@ -75,6 +75,9 @@ struct PatchedImage {
 // True for the processor types this file handles ("Glm46VImageProcessor", "Glm4vImageProcessor"
 // and their "Fast" / "Pil" forms).
 bool is_glm_image_processor_type(std::string_view type);
+// True when a parsed preprocessor_config.json names one of those types: which of
+// read_glm_image_config and read_preprocessor_config (SigLIP/CLIP) a folder's file is for.
+bool is_glm_preprocessor_config(const nlohmann::json& json);
 
 // Reads preprocessor_config.json. Errors (il::Error) name the file and the field: another
 // processor type, a field that would change the output and is not implemented, a size without

@@ -241,6 +241,11 @@ TEST(GlmPreprocessConfig, ReadsTheGlmOcrForm) {
   EXPECT_EQ(d.max_pixels, 11760000u);
   j["image_processor_type"] = "Glm4vImageProcessorFast";
   EXPECT_EQ(parse_glm_image_config(j, "f.json").processor_type, "Glm4vImageProcessor");
+  EXPECT_TRUE(is_glm_preprocessor_config(j));
+  EXPECT_TRUE(is_glm_preprocessor_config(glm_json()));
+  j["image_processor_type"] = "SiglipImageProcessor";
+  EXPECT_FALSE(is_glm_preprocessor_config(j));
+  EXPECT_FALSE(is_glm_preprocessor_config(nlohmann::json::array()));
 }
 
 TEST(GlmPreprocessConfig, ErrorsNameTheFileAndTheField) {
