@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "image/glm_preprocess.h"
 #include "io/json_util.h"
 
 namespace il::image {
@@ -115,8 +116,13 @@ PreprocessorConfig parse_preprocessor_config(const json& j, const std::string& s
         ": no image_processor_type (or feature_extractor_type): cannot tell which image processor it describes");
   check(!j.contains("auto_map"), source, ": auto_map (a processor in remote code) is not supported");
   const auto defaults = defaults_for(type);
+  // A GLM-V folder's file is valid, but its pixel_values are patch rows with a dynamic size:
+  // image/glm_preprocess.h reads it (read_glm_image_config).
+  check(!is_glm_image_processor_type(type), source, ": image_processor_type \"", type,
+        "\" is a GLM-V processor (dynamic resolution, patch rows): read it with read_glm_image_config");
   check(defaults.has_value(), source, ": image_processor_type \"", type,
-        "\" is not supported (supported: SiglipImageProcessor, CLIPImageProcessor and their Fast/Pil forms)");
+        "\" is not supported (supported: SiglipImageProcessor, CLIPImageProcessor and their Fast/Pil forms; "
+        "Glm46VImageProcessor / Glm4vImageProcessor through read_glm_image_config)");
   for (const auto& [key, value] : j.items()) {
     if (kInert.count(key) || kUsed.count(key) || is_noop(key, value)) continue;
     throw make_error(source, ": field \"", key, "\" = ", shown(value), " is not supported by ", type);
