@@ -30,6 +30,7 @@
 #include "ops/maxsim.h"
 #include "ops/short_conv.h"
 #include "ops/image_patches.h"
+#include "ops/kv_cache.h"
 #include "ops/probe_attention.h"
 #include "ops/tensor_view.h"
 
@@ -92,6 +93,13 @@ void glu_cuda(const GluArgs& a, cudaStream_t stream);
 // kRopeMaxRotaryDim.
 inline constexpr std::size_t kRopeMaxRotaryDim = 256;
 void rope_cuda(const RopeArgs& a, cudaStream_t stream);
+
+// The KV cache ops over `rows` / `tokens` launched rows (device index arrays; a negative index or
+// a zero cache length marks a padding row, skipped or zeroed). Cache, rows and source share the
+// activations' type.
+void kv_write_cuda(const KvWriteArgs& a, cudaStream_t stream);
+void inject_rows_cuda(const InjectRowsArgs& a, cudaStream_t stream);
+void cached_attention_cuda(const CachedAttentionArgs& a, std::size_t tokens, cudaStream_t stream);
 
 // out: f32 (pooled rows, read back as f32) or x's element type (selected rows that stay
 // activations).

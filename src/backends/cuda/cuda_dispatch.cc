@@ -143,6 +143,38 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.scale = op.scale;
             ops::probe_attention_cuda(a, stream_);
           },
+          [&](const plan::KvWriteStep& op) {
+            check(op.k.cols == op.v.cols && op.k.cols == op.k_cache.cols && op.v.cols == op.v_cache.cols, "kv_write ",
+                  step.name, ": key / value widths differ from the cache's");
+            ops::kv_write_cuda({tensor(op.k), tensor(op.v), tensor(op.k_cache), tensor(op.v_cache), d_cache_rows_,
+                                num_tokens_, op.k.cols},
+                               stream_);
+          },
+          [&](const plan::CachedAttentionStep& op) {
+            check(!selected(op.q) && !selected(op.out), "cached_attention ", step.name, ": token rows only");
+            check(page_size_ > 0, "cached_attention ", step.name, ": the batch has no KV cache pages");
+            ops::CachedAttentionArgs a;
+            a.q = tensor(op.q);
+            a.k_cache = tensor(op.k_cache);
+            a.v_cache = tensor(op.v_cache);
+            a.out = tensor(op.out);
+            a.seq_starts = d_starts_;
+            a.num_seqs = num_seqs_;
+            a.cache_lengths = d_cache_lengths_;
+            a.page_starts = d_page_starts_;
+            a.pages = d_pages_;
+            a.page_size = page_size_;
+            a.heads = op.heads;
+            a.kv_heads = op.kv_heads;
+            a.head_dim = op.head_dim;
+            a.scale = op.scale;
+            ops::cached_attention_cuda(a, num_tokens_, stream_);
+          },
+          [&](const plan::InjectRowsStep& op) {
+            check(op.src.cols == op.out.cols, "inject_rows ", step.name, ": source of ", op.src.cols,
+                  " columns for rows of ", op.out.cols);
+            ops::inject_rows_cuda({tensor(op.src), tensor(op.out), d_inject_rows_, num_tokens_, op.out.cols}, stream_);
+          },
       },
       step.op);
 }

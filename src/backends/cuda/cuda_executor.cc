@@ -130,6 +130,38 @@ void CudaExecutor::allocate(plan::Plan& plan) {
       }
   if (patch_dim_ > 0) patch_arena_ = DeviceMemory(max_tokens_ * patch_dim_ * sizeof(float));
 
+  // Generation's per-batch arrays, where a step reads them.
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      generation_ = generation_ || std::holds_alternative<plan::KvWriteStep>(step.op) ||
+                    std::holds_alternative<plan::CachedAttentionStep>(step.op) ||
+                    std::holds_alternative<plan::InjectRowsStep>(step.op);
+  if (generation_) {
+    for (const plan::BufferDesc& b : plan.buffers())
+      if (b.rows == Rows::kPersistent) gen_pages_cap_ = std::max(gen_pages_cap_, b.fixed_rows);
+    // The rows a batch may address: the smallest cache and injection source (checked per batch
+    // in set_batch, since a captured graph replays without the dispatch's checks).
+    const auto rows_of = [&](const View& v) { return plan.buffers().at(static_cast<std::size_t>(v.buffer)).fixed_rows; };
+    for (const std::string& name : plan.program_names())
+      for (const plan::Step& step : plan.program(name)) {
+        if (const auto* w = std::get_if<plan::KvWriteStep>(&step.op))
+          gen_cache_rows_ = std::min({gen_cache_rows_, rows_of(w->k_cache), rows_of(w->v_cache)});
+        if (const auto* c = std::get_if<plan::CachedAttentionStep>(&step.op))
+          gen_cache_rows_ = std::min({gen_cache_rows_, rows_of(c->k_cache), rows_of(c->v_cache)});
+        if (const auto* r = std::get_if<plan::InjectRowsStep>(&step.op))
+          gen_inject_rows_ = std::min(gen_inject_rows_, rows_of(r->src));
+      }
+    const std::size_t ints = 4 * max_tokens_ + 1 + gen_pages_cap_;
+    gen_arena_ = DeviceMemory(ints * sizeof(int32_t));
+    gen_staging_ = PinnedMemory(ints * sizeof(int32_t));
+    auto* g = reinterpret_cast<int32_t*>(gen_arena_.get());
+    d_cache_rows_ = g;
+    d_cache_lengths_ = g + max_tokens_;
+    d_inject_rows_ = g + 2 * max_tokens_;
+    d_page_starts_ = g + 3 * max_tokens_;
+    d_pages_ = g + 4 * max_tokens_ + 1;
+  }
+
   // Batch ids (sequence offsets, tokens, type ids, pool starts, positions, key limits), device
   // side and pinned host side.
   const std::size_t ints = 6 * max_tokens_ + 1;
@@ -285,6 +317,7 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   IL_CUDA_CHECK(cudaMemcpyAsync(base, staging,
                                 (bb + 1 + tb + types + pool_starts + positions + key_limits) * sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
+  if (generation_) upload_generation(batch, t, b, tb, bb);
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
   if (patch_dim_ > 0 && !batch.patches.empty()) {
     check(batch.patch_dim == patch_dim_, "cuda executor: patch rows of ", batch.patch_dim, " values, the plan takes ",
@@ -302,6 +335,49 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   real_tokens_ = t;
   real_seqs_ = b;
   has_types_ = !batch.type_ids.empty();
+}
+
+// The generation arrays in one copy: cache rows, cache lengths and injected rows per launched
+// token (padding tokens -1, 0, -1: the kernels skip them), then page offsets per launched sequence
+// (padding sequences hold no pages), then the pages. The staging is free: set_batch waited for
+// the previous upload.
+void CudaExecutor::upload_generation(const plan::Batch& batch, std::size_t t, std::size_t b, std::size_t tb,
+                                     std::size_t bb) {
+  check(batch.kv_pages.size() <= gen_pages_cap_, "cuda executor: the batch lists ", batch.kv_pages.size(),
+        " cache pages, more than any cache holds (", gen_pages_cap_, ")");
+  auto* s = reinterpret_cast<int32_t*>(gen_staging_.get());
+  int32_t* rows = s;
+  int32_t* lengths = s + max_tokens_;
+  int32_t* inject = s + 2 * max_tokens_;
+  int32_t* starts = s + 3 * max_tokens_;
+  int32_t* pages = s + 4 * max_tokens_ + 1;
+  const auto fill = [&](int32_t* dst, const std::vector<int32_t>& src, int32_t pad) {
+    if (!src.empty()) std::memcpy(dst, src.data(), t * sizeof(int32_t));
+    std::fill(dst + (src.empty() ? 0 : t), dst + tb, pad);
+  };
+  fill(rows, batch.cache_rows, -1);
+  fill(lengths, batch.cache_lengths, 0);
+  fill(inject, batch.inject_rows, -1);
+  if (!batch.kv_page_starts.empty()) std::memcpy(starts, batch.kv_page_starts.data(), (b + 1) * sizeof(int32_t));
+  else std::fill(starts, starts + b + 1, 0);
+  std::fill(starts + b + 1, starts + bb + 1, starts[b]);
+  if (!batch.kv_pages.empty()) std::memcpy(pages, batch.kv_pages.data(), batch.kv_pages.size() * sizeof(int32_t));
+  page_size_ = batch.kv_page_size;
+  max_cache_row_ = max_page_ = max_inject_row_ = -1;
+  for (int32_t r : batch.cache_rows) max_cache_row_ = std::max<int64_t>(max_cache_row_, r);
+  for (int32_t p : batch.kv_pages) max_page_ = std::max<int64_t>(max_page_, p);
+  for (int32_t r : batch.inject_rows) max_inject_row_ = std::max<int64_t>(max_inject_row_, r);
+  check(max_cache_row_ < static_cast<int64_t>(gen_cache_rows_), "cuda executor: cache row ", max_cache_row_,
+        " outside the KV cache of ", gen_cache_rows_, " rows");
+  check(batch.kv_pages.empty() || (max_page_ + 1) * static_cast<int64_t>(page_size_) <= static_cast<int64_t>(gen_cache_rows_),
+        "cuda executor: cache page ", max_page_, " of ", page_size_, " rows outside the KV cache of ", gen_cache_rows_,
+        " rows");
+  check(max_inject_row_ < static_cast<int64_t>(gen_inject_rows_), "cuda executor: injected row ", max_inject_row_,
+        " outside the source of ", gen_inject_rows_, " rows");
+  // Contiguous from the start through the last page; the gaps are the unused tails of each array.
+  const std::size_t count = 4 * max_tokens_ + 1 + batch.kv_pages.size();
+  IL_CUDA_CHECK(
+      cudaMemcpyAsync(gen_arena_.get(), s, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
 }
 
 ops::TensorView CudaExecutor::tensor(const View& v) const {

@@ -64,6 +64,7 @@ class CudaExecutor final : public plan::Executor {
   void allocate(plan::Plan& plan);  // everything the constructor sets up
   void release() noexcept;          // stream, events, cuBLASLt (memory frees itself)
   void upload_weights(plan::Plan& plan);
+  void upload_generation(const plan::Batch& batch, std::size_t t, std::size_t b, std::size_t tb, std::size_t bb);
   void execute(const plan::Step& step);
   void execute_all(const std::vector<plan::Step>& steps);
   ops::GemmCudaArgs gemm_args(const std::string& name, const plan::GemmStep& op) const;
@@ -108,6 +109,22 @@ class CudaExecutor final : public plan::Executor {
   DeviceMemory patch_arena_;
   std::size_t patch_dim_ = 0;
   PinnedMemory batch_staging_, read_staging_;
+  // Generation (KV cache and row-injection steps): per batch the cache rows, cache lengths and
+  // injected rows of the launched tokens (padding: -1, 0, -1), each sequence's page offsets and
+  // the pages; fixed addresses, so captured graphs replay with new contents. gen_pages_cap_: the
+  // most pages a batch may list (a cache's rows).
+  bool generation_ = false;
+  DeviceMemory gen_arena_;
+  PinnedMemory gen_staging_;
+  std::size_t gen_pages_cap_ = 0;
+  std::size_t gen_cache_rows_ = SIZE_MAX, gen_inject_rows_ = SIZE_MAX;  // rows a batch may address
+  int32_t* d_cache_rows_ = nullptr;
+  int32_t* d_cache_lengths_ = nullptr;
+  int32_t* d_inject_rows_ = nullptr;
+  int32_t* d_page_starts_ = nullptr;
+  int32_t* d_pages_ = nullptr;
+  std::size_t page_size_ = 0;
+  int64_t max_cache_row_ = -1, max_page_ = -1, max_inject_row_ = -1;  // the batch's, for the row checks
   // maxsim(): pairs, keep bytes and scores on the device, and their pinned staging; grown to the
   // largest call.
   DeviceMemory maxsim_arena_;
@@ -123,7 +140,8 @@ class CudaExecutor final : public plan::Executor {
   // (see run_graph). Profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always
   // eager; =always: capture every shape on its second run.
   // (program, tokens, sequences, longest sequence, has type ids, has pool starts, has key limits)
-  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool>;
+  // (and the KV cache page size, a kernel argument of cached attention)
+  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool, std::size_t>;
   struct ShapeRecord {
     int eager_runs = 0;
     bool eager_only = false;  // device-bound: a graph would not pay
