@@ -70,7 +70,11 @@ Decoder build_decoder(BuiltModel& m, const GlmOcrConfig& cfg, const WeightSource
                                                 {a + "k_proj", static_cast<int64_t>(kvw)},
                                                 {a + "v_proj", static_cast<int64_t>(kvw)}},
                                     H, plan.whole(normed), plan.slice(wide, 0, qkv_cols), Bias::kNone));
+    // M-RoPE: GPT-J pairs over the first rotary_dim columns, frequency j (one inv_freq table
+    // over rotary_dim) turning with the token's temporal, height or width position by section.
     plan::RopeStep rope{q, heads, hd, static_cast<std::size_t>(c.rotary_dim), c.rope_theta, true};
+    rope.sections.assign(c.mrope_section.begin(), c.mrope_section.end());
+    rope.freq_dim = static_cast<std::size_t>(c.rotary_dim);
     l.add(L + "q_rope", rope);
     rope.x = k;
     rope.heads = kv_heads;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -19,6 +20,36 @@ void check_rope(const RopeArgs& a, const char* what) {
   check(a.rotary_dim > 0 && a.rotary_dim % 2 == 0 && a.rotary_dim <= a.head_dim, what, ": rotary_dim ", a.rotary_dim,
         " must be even and at most head_dim ", a.head_dim);
   check(a.x.ld >= a.heads * a.head_dim, what, ": row stride ", a.x.ld, " smaller than heads × head_dim");
+  if (a.sections.empty()) return;
+  std::size_t total = 0, widest = 0;
+  for (const int g : a.sections) {
+    check(g > 0, what, ": section of ", g, " frequencies");
+    total += static_cast<std::size_t>(g);
+    widest = std::max(widest, static_cast<std::size_t>(g));
+  }
+  check(total == a.rotary_dim / 2, what, ": sections sum to ", total, " frequencies, rotary_dim ", a.rotary_dim,
+        " has ", a.rotary_dim / 2);
+  const std::size_t freq_dim = a.freq_dim == 0 ? a.rotary_dim : a.freq_dim;
+  const std::size_t indices = a.sections_restart ? widest : total;
+  check(2 * indices <= freq_dim, what, ": freq_dim ", freq_dim, " too small for ", indices, " inverse frequencies");
+  check(a.axis_stride >= a.rows, what, ": axis stride ", a.axis_stride, " shorter than the ", a.rows, " rows");
+}
+
+RopeFrequencies rope_frequencies(const RopeArgs& a) {
+  const std::size_t half = a.rotary_dim / 2;
+  RopeFrequencies f{std::vector<float>(half), std::vector<int>(half, 0)};
+  if (a.sections.empty()) {
+    for (std::size_t j = 0; j < half; ++j) f.inv_freq[j] = rope_inv_freq(a.theta, j, a.rotary_dim);
+    return f;
+  }
+  const std::size_t freq_dim = a.freq_dim == 0 ? a.rotary_dim : a.freq_dim;
+  std::size_t j = 0;
+  for (std::size_t g = 0; g < a.sections.size(); ++g)
+    for (int i = 0; i < a.sections[g]; ++i, ++j) {
+      f.inv_freq[j] = rope_inv_freq(a.theta, a.sections_restart ? static_cast<std::size_t>(i) : j, freq_dim);
+      f.axis[j] = static_cast<int>(g);
+    }
+  return f;
 }
 
 void rope_cpu(const RopeArgs& a, ThreadPool& pool) {
@@ -26,14 +57,13 @@ void rope_cpu(const RopeArgs& a, ThreadPool& pool) {
   float* const xs = f32_data(a.x, "rope");
   const std::size_t ldx = a.x.ld;
   const std::size_t half = a.rotary_dim / 2;
-  std::vector<float> inv_freq(half);
-  for (std::size_t j = 0; j < half; ++j) inv_freq[j] = rope_inv_freq(a.theta, j, a.rotary_dim);
+  const RopeFrequencies freq = rope_frequencies(a);
   pool.parallel_for(a.rows, 16, [&](std::size_t r0, std::size_t r1) {
     std::vector<float> cos_row(half), sin_row(half);
     for (std::size_t r = r0; r < r1; ++r) {
-      const float p = static_cast<float>(a.positions[r]);
       for (std::size_t j = 0; j < half; ++j) {
-        const double angle = static_cast<double>(p * inv_freq[j]);  // rounded to f32 as transformers does
+        const float p = static_cast<float>(a.positions[static_cast<std::size_t>(freq.axis[j]) * a.axis_stride + r]);
+        const double angle = static_cast<double>(p * freq.inv_freq[j]);  // rounded to f32 as transformers does
         cos_row[j] = static_cast<float>(std::cos(angle));
         sin_row[j] = static_cast<float>(std::sin(angle));
       }

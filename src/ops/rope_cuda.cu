@@ -7,7 +7,7 @@
 // into f32 and round once on the store.
 //
 // One block per row: its first threads compute the row's cos / sin table into shared memory
-// (shared by every head), then all rotate the heads' pairs (rotate-half or interleaved).
+// (shared by every head; with multi-axis sections each angle reads its own axis's position), then all rotate the heads' pairs (rotate-half or interleaved).
 #include <algorithm>
 
 #include "ops/check_cuda.h"
@@ -26,7 +26,9 @@ struct RopeParams {
   const int32_t* positions;
   int heads, head_dim, half;
   int first, second;  // the pair of angle j: x[j · first], x[j · first + second]
+  std::size_t axis_stride;  // multi-axis: angle j reads positions[axis[j] · axis_stride + row]
   float inv_freq[kRopeMaxRotaryDim / 2];
+  unsigned char axis[kRopeMaxRotaryDim / 2];
 };
 
 template <typename T>
@@ -34,8 +36,8 @@ __global__ void rope_kernel(RopeParams<T> p) {
   pdl::wait_for_predecessor();
   __shared__ float cos_row[kRopeMaxRotaryDim / 2], sin_row[kRopeMaxRotaryDim / 2];
   const std::size_t r = blockIdx.x;
-  const float pos = static_cast<float>(p.positions[r]);
   for (int j = static_cast<int>(threadIdx.x); j < p.half; j += static_cast<int>(blockDim.x)) {
+    const float pos = static_cast<float>(p.positions[p.axis[j] * p.axis_stride + r]);
     const double angle = __fmul_rn(pos, p.inv_freq[j]);  // rounded to f32, as transformers does
     double s = 0.0, c = 0.0;
     sincos(angle, &s, &c);
@@ -61,6 +63,7 @@ __global__ void rope_kernel(RopeParams<T> p) {
 void rope_cuda(const RopeArgs& a, cudaStream_t stream) {
   check_rope(a);
   check(a.rotary_dim <= kRopeMaxRotaryDim, "rope: rotary_dim ", a.rotary_dim, " above ", kRopeMaxRotaryDim, " (CUDA)");
+  check(a.sections.size() <= 255, "rope: ", a.sections.size(), " position axes (CUDA takes up to 255)");
   check(a.heads * a.head_dim < (1u << 31), "rope: row too wide for one launch");
   if (a.rows == 0) return;
   check(a.rows < (1u << 31), "rope: too many rows for one launch");
@@ -78,7 +81,12 @@ void rope_cuda(const RopeArgs& a, cudaStream_t stream) {
     p.half = half;
     p.first = a.interleaved ? 2 : 1;  // (2j, 2j + 1) interleaved, else (j, j + half)
     p.second = a.interleaved ? 1 : half;
-    for (int j = 0; j < half; ++j) p.inv_freq[j] = rope_inv_freq(a.theta, static_cast<std::size_t>(j), a.rotary_dim);
+    const RopeFrequencies freq = rope_frequencies(a);  // the CPU's table
+    p.axis_stride = a.sections.empty() ? 0 : a.axis_stride;
+    for (int j = 0; j < half; ++j) {
+      p.inv_freq[j] = freq.inv_freq[static_cast<std::size_t>(j)];
+      p.axis[j] = static_cast<unsigned char>(freq.axis[static_cast<std::size_t>(j)]);
+    }
     pdl::launch(rope_kernel<T>, static_cast<unsigned>(a.rows), threads, 0, stream, p);
   });
 }

@@ -210,6 +210,10 @@ void check_batch(const Batch& batch, std::size_t max_tokens) {
   check(batch.type_ids.empty() || batch.type_ids.size() == t, "batch: type_ids must be empty or one per token");
   check(batch.positions.empty() || batch.positions.size() == t, "batch: positions must be empty or one per token");
   for (int32_t p : batch.positions) check(p >= 0, "batch: negative position ", p);
+  check(batch.rope_positions.empty() || (t > 0 && batch.rope_positions.size() % t == 0), "batch: ",
+        batch.rope_positions.size(), " rope positions are not whole axes of ", t, " tokens");
+  check(batch.rope_axes() <= kMaxRopeAxes, "batch: ", batch.rope_axes(), " rope position axes, at most ", kMaxRopeAxes);
+  for (int32_t p : batch.rope_positions) check(p >= 0, "batch: negative rope position ", p);
   check(batch.key_limits.empty() || batch.key_limits.size() == b, "batch: ", batch.key_limits.size(),
         " key limits for ", b, " sequences");
   for (std::size_t s = 0; s < batch.key_limits.size(); ++s)

@@ -147,6 +147,13 @@ struct RopeStep {
   std::size_t heads = 0, head_dim = 0, rotary_dim = 0;
   float theta = 10000.0f;
   bool interleaved = false;
+  // Multi-axis rotary (ops/rope.h): empty, the angles read Batch::positions; else group sizes
+  // (summing to rotary_dim / 2) whose group g reads axis g of Batch::rope_positions, which must
+  // hold at least sections.size() axes. inv_freq restarts in each group with sections_restart;
+  // its exponent's denominator is freq_dim (0: rotary_dim).
+  std::vector<int> sections;
+  bool sections_restart = false;
+  std::size_t freq_dim = 0;
 };
 // Which query rows an attention computes: every token, or one per sequence (its first or its
 // last token); with one, out has kSelected rows (row s for sequence s) while keys and values are
@@ -294,12 +301,18 @@ class Plan {
 };
 
 // One ragged batch: tokens of all sequences back to back, no padding.
+inline constexpr std::size_t kMaxRopeAxes = 4;  // Batch::rope_positions axes at most
+
 struct Batch {
   std::vector<int32_t> tokens;
   std::vector<int32_t> type_ids;    // empty or one per token
   // One per token: its position in its sequence (what rotary embeddings read). Empty: each
   // token's index in its sequence (runtime::make_batch always fills them).
   std::vector<int32_t> positions;
+  // Multi-axis positions (RopeStep::sections): empty, or axes × num_tokens values, axis-major
+  // (axis a of token t at a · num_tokens + t), at most kMaxRopeAxes axes, none negative. GLM's
+  // decoder gives (t, h, w) per token, its vision tower (h, w) per patch.
+  std::vector<int32_t> rope_positions;
   std::vector<int32_t> seq_starts;  // num_seqs + 1 entries, first 0, last tokens.size()
   // Empty, or one per sequence: the first row mean and last-token pooling read, after the
   // sequence's leading prompt tokens (models pooled without their prompt; see ops/pool.h).
@@ -316,9 +329,6 @@ struct Batch {
   // [C, P, P] is laid out). tokens still holds one (ignored) entry per patch token.
   std::vector<float> patches;
   std::size_t patch_dim = 0;
-  // Multi-axis rotary positions (RopeStep with sections): empty, or axes × num_tokens values,
-  // axis-major (axis a of token t at a · T + t).
-  std::vector<int32_t> rope_positions;
   // Generation (KvWriteStep, CachedAttentionStep): empty, or one per token: the KV cache row its
   // keys and values go to, and how many cache entries of its sequence its query reads. Each
   // sequence's cache pages, in order: kv_pages[kv_page_starts[s] .. kv_page_starts[s + 1]), of
@@ -332,11 +342,13 @@ struct Batch {
   std::vector<int32_t> inject_rows;
   std::size_t num_tokens() const { return tokens.size(); }
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }
+  std::size_t rope_axes() const { return tokens.empty() ? 0 : rope_positions.size() / tokens.size(); }
 };
 
 // The checks every executor makes of a batch before it runs: at least one sequence, at most
 // max_tokens tokens and sequences, seq_starts ascending from 0 to the token count, type_ids and
-// positions empty or one per token (positions not negative), pool_starts empty or one per
+// positions empty or one per token (positions not negative), rope_positions whole axes of
+// tokens (at most kMaxRopeAxes, not negative), pool_starts empty or one per
 // sequence inside it. Throws il::Error saying which.
 void check_batch(const Batch& batch, std::size_t max_tokens);
 

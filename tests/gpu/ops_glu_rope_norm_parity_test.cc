@@ -121,6 +121,59 @@ TEST_P(GluRopeNorm, RopeMatchesCpuOnStridedViewsAtLargePositions) {
   std::printf("[rope] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst, tol(1e-6));
 }
 
+// Multi-axis rotary (M-RoPE / 2-D rope, ops/rope.h sections) on q and k inside a fused QKV
+// buffer: GLM-OCR's text decoder form (sections 8 / 12 / 12 over three axes, interleaved, 64 of
+// 128 columns, freq_dim 64) and its vision form (16 / 16 over two axes, rotate-half, restarting,
+// freq_dim 32), plus an odd form (sections 3 / 1 / 2 of a rotary_dim 12 in head_dim 14, the axis
+// stride past the rows as the CUDA executor's bucketed upload leaves it). Each axis holds its own
+// ragged positions so a wrong axis would show. f32 as tight as the single-axis rope (the angles
+// are the CPU's bit for bit).
+TEST_P(GluRopeNorm, MultiAxisRopeMatchesCpu) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  struct Case {
+    std::size_t heads, kv_heads, head_dim, rotary_dim, freq_dim;
+    std::vector<int> sections;
+    bool interleaved, restart;
+  };
+  uint32_t seed = 90;
+  double worst = 0.0;
+  const std::vector<Case> cases = {Case{4, 2, 128, 64, 64, {8, 12, 12}, true, false},
+                                   Case{3, 3, 64, 64, 32, {16, 16}, false, true},
+                                   Case{5, 1, 14, 12, 0, {3, 1, 2}, false, false},
+                                   Case{5, 1, 14, 12, 8, {3, 1, 2}, true, true}};
+  for (const Case& c : cases)
+    for (std::size_t rows : {1, 7, 97, 1025}) {
+      const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw;
+      const std::size_t stride = rows + (rows % 3), axes = c.sections.size();
+      std::vector<int32_t> positions(axes * stride, 0);
+      for (std::size_t a = 0; a < axes; ++a)
+        for (std::size_t r = 0; r < rows; ++r)
+          positions[a * stride + r] = static_cast<int32_t>((r * 2654435761u + seed + 977 * a) % 4096);
+      DeviceArray<int32_t> dpos(positions);
+      const TypedArray buf(random_vector(rows * ld, seed++, 2.0f), type());
+      std::vector<float> cpu = buf.values();
+      for (const auto& [col, heads] : {std::pair{std::size_t{0}, c.heads}, std::pair{qw, c.kv_heads}}) {
+        ops::RopeArgs a{ops::f32_view(cpu.data() + col, ld), positions.data(), rows, heads, c.head_dim, c.rotary_dim,
+                        1e4f, c.interleaved};
+        a.sections = c.sections;
+        a.sections_restart = c.restart;
+        a.freq_dim = c.freq_dim;
+        a.axis_stride = stride;
+        ops::rope_cpu(a, pool);
+        a.x = buf.view(col, ld);
+        a.positions = dpos.get();
+        ops::rope_cuda(a, nullptr);
+      }
+      const double err = rel_error(buf.download(), cpu);
+      worst = std::max(worst, err);
+      EXPECT_LE(err, tol(1e-6)) << type_name(type()) << " head_dim " << c.head_dim << " rotary " << c.rotary_dim
+                                << " sections " << axes << " rows " << rows;
+    }
+  std::printf("[multi-axis rope] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst,
+              tol(1e-6));
+}
+
 // RMSNorm / LayerNorm keeping the residual sum, aliased as a pre-norm model runs it (sum_out ==
 // residual, out elsewhere), and per-head norms in place on q inside a QKV buffer (group = head
 // dim, out == x); odd group widths take the block kernel, aligned ones the warp kernel.

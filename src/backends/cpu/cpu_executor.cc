@@ -198,9 +198,19 @@ void CpuExecutor::execute(const plan::Step& step) {
             check(!selected(op.x), "rope ", step.name, ": selected rows have no positions of their own");
             check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
                   " do not fit a view of ", op.x.cols, " columns");
-            ops::rope_cpu({tensor(op.x), batch_.positions.data(), rows(op.x), op.heads, op.head_dim, op.rotary_dim,
-                           op.theta, op.interleaved},
-                          pool_);
+            ops::RopeArgs a{tensor(op.x), batch_.positions.data(), rows(op.x), op.heads, op.head_dim, op.rotary_dim,
+                            op.theta, op.interleaved};
+            if (!op.sections.empty()) {  // multi-axis: group g reads axis g of rope_positions
+              check(batch_.rope_axes() >= op.sections.size(), "rope ", step.name, ": ", op.sections.size(),
+                    " position axes needed, the batch has ", batch_.rope_axes());
+              a.positions = batch_.rope_positions.data();
+              a.sections = op.sections;
+              a.sections_restart = op.sections_restart;
+              a.freq_dim = op.freq_dim;
+              a.axis_stride = batch_.num_tokens();
+            }
+            ops::check_rope(a, step.name.c_str());
+            ops::rope_cpu(a, pool_);
           },
           [&](const plan::AttentionStep& op) {
             ops::AttentionArgs args{ptr(op.q), ld(op.q), ptr(op.k), ld(op.k), ptr(op.v), ld(op.v),

@@ -66,9 +66,18 @@ void CudaExecutor::execute(const plan::Step& step) {
             check(op.heads * op.head_dim <= op.x.cols, "rope ", step.name, ": ", op.heads, " heads of ", op.head_dim,
                   " do not fit a view of ", op.x.cols, " columns");
             check(d_positions_ != nullptr, "rope ", step.name, ": no positions uploaded");
-            ops::rope_cuda(
-                {tensor(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim, op.theta, op.interleaved},
-                stream_);
+            ops::RopeArgs a{tensor(op.x), d_positions_, rows(op.x), op.heads, op.head_dim, op.rotary_dim, op.theta,
+                            op.interleaved};
+            if (!op.sections.empty()) {  // multi-axis: group g reads axis g of the rope positions
+              check(rope_axes_ >= op.sections.size(), "rope ", step.name, ": ", op.sections.size(),
+                    " position axes needed, the batch has ", rope_axes_);
+              a.positions = d_rope_positions_;
+              a.sections = op.sections;
+              a.sections_restart = op.sections_restart;
+              a.freq_dim = op.freq_dim;
+              a.axis_stride = num_tokens_;  // uploaded axes are the launched (bucketed) rows apart
+            }
+            ops::rope_cuda(a, stream_);
           },
           [&](const plan::AttentionStep& op) { attention(step.name, op); },
           [&](const plan::PoolStep& op) {

@@ -162,9 +162,10 @@ void CudaExecutor::allocate(plan::Plan& plan) {
     d_pages_ = g + 4 * max_tokens_ + 1;
   }
 
-  // Batch ids (sequence offsets, tokens, type ids, pool starts, positions, key limits), device
+  // Batch ids (sequence offsets, tokens, type ids, pool starts, positions, key limits, rope
+  // positions), device
   // side and pinned host side.
-  const std::size_t ints = 6 * max_tokens_ + 1;
+  const std::size_t ints = (6 + plan::kMaxRopeAxes) * max_tokens_ + 1;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -270,10 +271,12 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   const std::size_t pool_starts = batch.pool_starts.empty() ? 0 : bb;
   const std::size_t positions = needs_positions_ ? tb : 0;
   const std::size_t key_limits = batch.key_limits.empty() ? 0 : bb;
+  const std::size_t rope_axes = batch.rope_axes(), rope_positions = rope_axes * tb;
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
-  // Packed back to back — offsets, tokens, type ids, pool starts, positions — so one small copy
+  // Packed back to back — offsets, tokens, type ids, pool starts, positions, key limits, rope
+  // positions — so one small copy
   // uploads the batch.
   auto* staging = reinterpret_cast<int32_t*>(batch_staging_.get());
   std::memcpy(staging, batch.seq_starts.data(), (b + 1) * sizeof(int32_t));
@@ -305,6 +308,11 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     std::memcpy(limits, batch.key_limits.data(), b * sizeof(int32_t));
     std::fill(limits + b, limits + bb, 1);  // padding sequences are empty: any limit will do
   }
+  int32_t* rope = limits + key_limits;
+  for (std::size_t a = 0; a < rope_axes; ++a) {  // axis a at a · tb: the launched rows apart
+    std::memcpy(rope + a * tb, batch.rope_positions.data() + a * t, t * sizeof(int32_t));
+    std::fill(rope + a * tb + t, rope + (a + 1) * tb, 0);  // padding tokens: any position will do
+  }
   // Each array's device address follows from the bucketed counts and which arrays are present,
   // all in the graph key (run_graph).
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
@@ -314,8 +322,12 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   d_pool_starts_ = pool_starts > 0 ? base + bb + 1 + tb + types : nullptr;
   d_positions_ = positions > 0 ? base + bb + 1 + tb + types + pool_starts : nullptr;
   d_key_limits_ = key_limits > 0 ? base + bb + 1 + tb + types + pool_starts + positions : nullptr;
+  d_rope_positions_ =
+      rope_axes > 0 ? base + bb + 1 + tb + types + pool_starts + positions + key_limits : nullptr;
+  rope_axes_ = rope_axes;
   IL_CUDA_CHECK(cudaMemcpyAsync(base, staging,
-                                (bb + 1 + tb + types + pool_starts + positions + key_limits) * sizeof(int32_t),
+                                (bb + 1 + tb + types + pool_starts + positions + key_limits + rope_positions) *
+                                    sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   if (generation_) upload_generation(batch, t, b, tb, bb);
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));

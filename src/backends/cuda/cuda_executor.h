@@ -104,6 +104,10 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_key_limits_ = nullptr;   // null when every token is a key (plan::Batch::key_limits)
   int32_t* d_positions_ = nullptr;    // null unless a step reads positions (needs_positions_)
   bool needs_positions_ = false;
+  // Batch::rope_positions: rope_axes_ axes of num_tokens_ (launched) rows each, padding rows 0;
+  // null and 0 when the batch has none.
+  int32_t* d_rope_positions_ = nullptr;
+  std::size_t rope_axes_ = 0;
   // Image models (plan::PatchEmbedStep): each batch's f32 patch rows, max_tokens rows of
   // patch_dim_, padding rows zeroed (null and 0 without such a step).
   DeviceMemory patch_arena_;
@@ -139,9 +143,10 @@ class CudaExecutor final : public plan::Executor {
   // Per (program, bucketed shape): eager runs so far, then either a CUDA graph or "stays eager"
   // (see run_graph). Profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always
   // eager; =always: capture every shape on its second run.
-  // (program, tokens, sequences, longest sequence, has type ids, has pool starts, has key limits)
-  // (and the KV cache page size, a kernel argument of cached attention)
-  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool, std::size_t>;
+  // (program, tokens, sequences, longest sequence, has type ids, has pool starts, has key limits,
+  // rope position axes, KV cache page size: a kernel argument of cached attention)
+  using GraphKey =
+      std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool, std::size_t, std::size_t>;
   struct ShapeRecord {
     int eager_runs = 0;
     bool eager_only = false;  // device-bound: a graph would not pay
