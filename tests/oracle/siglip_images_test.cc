@@ -29,11 +29,12 @@ std::vector<std::uint8_t> file_bytes(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string pixel_sha(const ImageInput& im) {
-  std::vector<std::uint8_t> bytes(im.pixels.size() * 4);
-  for (std::size_t i = 0; i < im.pixels.size(); ++i) {
+std::string pixel_sha(const ImageInput& in) {
+  const std::vector<float> pixels = in.pixel_values();  // load_image gives the compact form
+  std::vector<std::uint8_t> bytes(pixels.size() * 4);
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
     std::uint32_t u;
-    std::memcpy(&u, &im.pixels[i], 4);
+    std::memcpy(&u, &pixels[i], 4);
     for (int b = 0; b < 4; ++b) bytes[4 * i + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(u >> (8 * b));
   }
   return image::test::sha256_hex(bytes);
