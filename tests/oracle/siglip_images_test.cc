@@ -65,6 +65,19 @@ TEST(SiglipImages, FilesGiveTransformersPixelValuesAndEmbeddings) {
   }
   EXPECT_LE(worst, 2e-5);
   std::printf("[siglip images] %zu files: embeddings worst %.3g vs transformers\n", images.size(), worst);
+
+  // load_image's compact form (bytes cut into patch rows by the executor) and the same images
+  // expanded to f32 pixel_values (the JSON pixel_values path): the same embeddings, bit for bit.
+  std::vector<ImageInput> expanded;
+  for (const ImageInput& im : images) {
+    ASSERT_TRUE(im.compact());
+    ImageInput f{im.channels, im.height, im.width, im.pixel_values()};
+    expanded.push_back(f);
+  }
+  const Matrix e = engine->embed_images(expanded, {});
+  ASSERT_EQ(e.data.size(), m.data.size());
+  EXPECT_EQ(std::memcmp(e.data.data(), m.data.data(), m.data.size() * sizeof(float)), 0)
+      << "compact and f32 images gave different embeddings";
 }
 
 TEST(SiglipImages, BadImagesAreErrorsNamingTheInput) {
