@@ -1,7 +1,7 @@
 // The patch embedding's small kernels (ops/image_patches.h) on the GPU: f32 patch rows, or patch
 // rows cut from uint8 images through a byte value table, into the serving precision (zeros on
-// padding rows), and position rows added in place. One thread
-// per element; both are memory-bound and tiny next to the GEMM between them.
+// padding rows), and position rows added in place. One thread per element; all are
+// memory-bound and tiny next to the GEMM between them.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
