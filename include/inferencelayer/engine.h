@@ -99,6 +99,8 @@ struct ModelInfo {
   // its probability the logit's sigmoid.
   bool has_logit = false;
   float logit_scale = 0.0f, logit_bias = 0.0f;
+  // What the loader left out of the checkpoint or changed, and why (info prints them).
+  std::vector<std::string> notes;
 };
 
 // What a text is to a multi-vector (ColBERT) model: PyLate tokenizes queries and documents
@@ -187,7 +189,8 @@ class Engine {
 
   // Image models (info().capabilities.image_input). load_image decodes an encoded image (JPEG,
   // PNG, WebP) and preprocesses it as the folder's preprocessor_config.json says, into the
-  // pixel_values embed_images takes; `name` names the input in errors. It is const and may be
+  // pixel_values embed_images takes, in ImageInput's compact form (uint8 image and byte values:
+  // pixel_values() expands it); `name` names the input in errors. It is const and may be
   // called concurrently (the server decodes on worker threads).
   virtual ImageInput load_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
   // Pooled image embeddings, one row per image (normalised as options say; default: the folder's).

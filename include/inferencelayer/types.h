@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -66,11 +67,31 @@ struct TokenInput {
 
 // One preprocessed image, as a transformers image processor gives it for one image: pixel_values
 // of channels × height × width floats, row-major (resized, rescaled and normalised already).
+//
+// Or, in its compact form (what Engine::load_image gives; `pixels` empty): the processor's resized
+// and cropped uint8 image in `bytes` (height × width pixels of `channels` interleaved bytes, as
+// decoded) and the value each byte stands for in each channel, (*byte_values)[c · 256 + byte]:
+// the processor's rescale and normalise, one table per processor. A pixel value is a function of
+// its channel and byte alone, so both forms give the same pixel_values() and the same embeddings
+// bit for bit; the compact one is 4× smaller to upload and lets the device cut the patches.
 struct ImageInput {
   std::size_t channels = 0;
   std::size_t height = 0;
   std::size_t width = 0;
   std::vector<float> pixels;  // channels × height × width
+  std::vector<std::uint8_t> bytes;                   // compact form: height × width × channels
+  std::shared_ptr<const std::vector<float>> byte_values;  // compact form: channels × 256
+
+  bool compact() const { return pixels.empty() && !bytes.empty(); }
+  // channels × height × width floats, from either form (no check that a compact one is whole).
+  std::vector<float> pixel_values() const {
+    if (!compact()) return pixels;
+    std::vector<float> out(channels * height * width);
+    const std::size_t plane = height * width;
+    for (std::size_t c = 0; c < channels; ++c)
+      for (std::size_t i = 0; i < plane; ++i) out[c * plane + i] = (*byte_values)[c * 256 + bytes[i * channels + c]];
+    return out;
+  }
 };
 
 }  // namespace il

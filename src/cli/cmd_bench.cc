@@ -49,6 +49,7 @@ struct BenchArgs {
   bool json = false;
   unsigned seed = 1234;
   std::vector<std::string> images;  // --images: encoded files for the end-to-end points
+  std::string image_input = "bytes";  // --image-input: bytes (compact ImageInputs) or f32 pixel_values
 };
 
 struct Point {
@@ -152,15 +153,26 @@ plan::Batch random_batch(const Point& p, int vocab, std::mt19937& rng) {
 
 // B images of uniform random pixel_values in [-1, 1] (SigLIP's normalised range), cut into patch
 // rows as the engine cuts them.
-plan::Batch random_image_batch(std::size_t images, const models::ImageGeometry& g, std::mt19937& rng) {
+// With `bytes`: random uint8 images with the release processor's byte values instead, the
+// compact form Engine::load_image gives (uploaded as bytes, cut on the device).
+plan::Batch random_image_batch(std::size_t images, const models::ImageGeometry& g, std::mt19937& rng, bool bytes) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const auto table = std::make_shared<const std::vector<float>>(image::byte_value_table(
+      runtime::siglip_release_preprocessor(static_cast<int>(g.height), static_cast<int>(g.width))));
   std::vector<ImageInput> in(images);
   for (ImageInput& im : in) {
     im.channels = static_cast<std::size_t>(g.channels);
     im.height = static_cast<std::size_t>(g.height);
     im.width = static_cast<std::size_t>(g.width);
-    im.pixels.resize(im.channels * im.height * im.width);
-    for (float& v : im.pixels) v = value(rng);
+    if (bytes && im.channels == 3) {
+      im.bytes.resize(im.channels * im.height * im.width);
+      for (std::uint8_t& v : im.bytes) v = static_cast<std::uint8_t>(byte(rng));
+      im.byte_values = table;
+    } else {
+      im.pixels.resize(im.channels * im.height * im.width);
+      for (float& v : im.pixels) v = value(rng);
+    }
   }
   return runtime::make_image_batch(in, {0, images}, g);
 }
@@ -276,6 +288,10 @@ void run_bench(const BenchArgs& a) {
       const image::PreprocessorConfig pre = runtime::siglip_release_preprocessor(
           static_cast<int>(g.height), static_cast<int>(g.width));
       const image::DecodeLimits limits{64u << 20, 89'478'485};
+      // As the engine's image loader: compact images, one byte value table (f32 pixel_values
+      // with --image-input f32).
+      const auto table = std::make_shared<const std::vector<float>>(image::byte_value_table(pre));
+      const bool compact = a.image_input == "bytes";
       std::vector<ImageInput> in(p.batch);
       std::vector<double> ms;
       for (int i = 0; i < a.warmup + a.iters; ++i) {
@@ -285,9 +301,9 @@ void run_bench(const BenchArgs& a) {
           for (std::size_t b = b0; b < b1; ++b) {
             try {
               const auto& bytes = files[b % files.size()];
-              in[b] = image::preprocess(image::decode_image(bytes, "--images file " + std::to_string(b % files.size() + 1),
-                                                            limits),
-                                        pre);
+              const image::RgbImage rgb =
+                  image::decode_image(bytes, "--images file " + std::to_string(b % files.size() + 1), limits);
+              in[b] = compact ? image::preprocess_compact(rgb, pre, table) : image::preprocess(rgb, pre);
             } catch (const std::exception& e) {
               errors[b] = e.what();
             }
@@ -310,7 +326,8 @@ void run_bench(const BenchArgs& a) {
         const nlohmann::ordered_json j = {{"impl", "inferencelayer"}, {"model", name}, {"device", a.device},
                                           {"dtype", exec->compute_dtype()}, {"threads", threads},
                                           {"batch", p.batch}, {"len", patches}, {"e2e", true},
-                                          {"files", files.size()}, {"p50_ms", p50}, {"p90_ms", p90},
+                                          {"files", files.size()}, {"image_input", a.image_input},
+                                          {"p50_ms", p50}, {"p90_ms", p90},
                                           {"images_per_s", ips}};
         std::printf("%s\n", j.dump().c_str());
       } else {
@@ -320,7 +337,7 @@ void run_bench(const BenchArgs& a) {
       std::fflush(stdout);
     }
 
-    const plan::Batch batch = images ? random_image_batch(p.batch, *model.image, rng)
+    const plan::Batch batch = images ? random_image_batch(p.batch, *model.image, rng, a.image_input == "bytes")
                                      : random_batch(p, model.limits.vocab, rng);
     readback.resize(batch.num_seqs() * out_view.cols);
     std::vector<double> ms;
@@ -359,7 +376,10 @@ void run_bench(const BenchArgs& a) {
                           {"p50_ms", p50},            {"p90_ms", p90},     {"tokens_per_s", tps},
                           {"tokens", batch.num_tokens()}, {"encoder", programs.encoder}};
       if (p.mixed) j["mixed"] = {p.min_len, p.max_len};
-      if (images) j["images_per_s"] = static_cast<double>(p.batch) / (p50 / 1000.0);
+      if (images) {
+        j["images_per_s"] = static_cast<double>(p.batch) / (p50 / 1000.0);
+        j["image_input"] = batch.image_bytes.empty() ? "f32" : "bytes";
+      }
       if (metered) {
         j["watts"] = watts ? nlohmann::ordered_json(*watts) : nlohmann::ordered_json(nullptr);
         j["joules_per_forward"] = joules_per_forward ? nlohmann::ordered_json(*joules_per_forward) : nlohmann::ordered_json(nullptr);
@@ -419,6 +439,11 @@ Command add_bench_command(CLI::App& app) {
                   "Image model: encoded files (or folders of them) for an end-to-end point per grid point: "
                   "bytes in memory -> decode + preprocess in parallel -> vision tower -> vectors "
                   "(\"e2e\": true, \"images_per_s\")");
+  cmd->add_option("--image-input", a->image_input,
+                  "Image model: the form images go in: bytes (uint8 images and the processor's byte values, "
+                  "as Engine::load_image gives them: uploaded as bytes, patches cut on the device) or f32 "
+                  "(preprocessed pixel_values, as JSON pixel_values lines give them)")
+      ->capture_default_str()->check(CLI::IsMember({"bytes", "f32"}));
   return {cmd, [a] { run_bench(*a); }};
 }
 

@@ -73,6 +73,7 @@ nlohmann::ordered_json to_json(const ModelInfo& i) {
                   {"patch_size", i.patch_size}, {"embedding_dim", i.image_embedding_dim}};
     if (i.has_logit) j["image"]["logit"] = {{"scale", i.logit_scale}, {"bias", i.logit_bias}};
   }
+  if (!i.notes.empty()) j["notes"] = i.notes;
   return j;
 }
 
@@ -109,12 +110,13 @@ void print_human(const ModelInfo& i) {
   print_row("parameters", buf);
   std::snprintf(buf, sizeof buf, "%.1f MB (%s)", static_cast<double>(i.weight_bytes) / 1e6, i.stored_dtype.c_str());
   print_row("weights", buf);
-  if (i.kind == ModelKind::kEmbedding) {
+  if (i.kind == ModelKind::kEmbedding && !i.capabilities.generate) {
     print_row("pooling", std::string(pooling_name(i.pooling)));
     print_row("normalize", i.normalize ? "yes" : "no");
     if (!i.include_prompt) print_row("prompt tokens", "left out of pooling (include_prompt: false)");
     print_row("output dimensions", std::to_string(i.output_dim));
   }
+  for (const std::string& n : i.notes) print_row("note", n);
   print_row("sentence-transformers", i.sentence_transformers ? "yes" : "no");
   print_row("tokenizer", i.tokenizer.empty() ? "none (no tokenizer.json)" : i.tokenizer);
   if (i.prompts.empty()) print_row("prompts", "none");

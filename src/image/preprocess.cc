@@ -288,21 +288,15 @@ RgbImage resize_and_crop(const RgbImage& image, const PreprocessorConfig& c) {
   return out;
 }
 
-ImageInput preprocess(const RgbImage& image, const PreprocessorConfig& c) {
-  const RgbImage r = resize_and_crop(image, c);
-  ImageInput in;
-  in.channels = 3;
-  in.height = r.height;
-  in.width = r.width;
-  const std::size_t plane = r.width * r.height;
-  in.pixels.resize(3 * plane);
-  // Per channel, the float arithmetic of the backend, operation by operation in float32:
+std::vector<float> byte_value_table(const PreprocessorConfig& c) {
+  // Per channel, the float arithmetic of the backend, operation by operation in float32, on each
+  // of the 256 bytes a resized uint8 channel can hold (a pixel value depends on nothing else):
   //  torchvision: mean and std divided by the rescale factor (as float32 tensors times
   //    float32(1 / factor)), then (x - mean') / std'; rescale alone: x * float32(factor).
   //  pil: numpy's rescale (double product rounded to float32), then (v - mean) / std in float32.
+  std::vector<float> table(3 * 256);
   for (std::size_t ch = 0; ch < 3; ++ch) {
-    float* dst = in.pixels.data() + ch * plane;
-    const std::uint8_t* src = r.pixels.data() + ch;
+    float* dst = table.data() + ch * 256;
     const float mean32 = static_cast<float>(c.image_mean[ch]);
     const float std32 = static_cast<float>(c.image_std[ch]);
     if (c.backend == ProcessorBackend::torchvision) {
@@ -310,25 +304,47 @@ ImageInput preprocess(const RgbImage& image, const PreprocessorConfig& c) {
       const float mean = c.do_rescale ? mean32 * inv_factor : mean32;
       const float stdv = c.do_rescale ? std32 * inv_factor : std32;
       const float factor = static_cast<float>(c.rescale_factor);
-      for (std::size_t i = 0; i < plane; ++i) {
-        const float x = static_cast<float>(src[i * 3]);
+      for (int b = 0; b < 256; ++b) {
+        const float x = static_cast<float>(b);
         if (c.do_normalize) {
-          dst[i] = (x - mean) / stdv;
+          dst[b] = (x - mean) / stdv;
         } else if (c.do_rescale) {
-          dst[i] = x * factor;
+          dst[b] = x * factor;
         } else {
-          dst[i] = x;
+          dst[b] = x;
         }
       }
     } else {
-      for (std::size_t i = 0; i < plane; ++i) {
-        float v = c.do_rescale ? static_cast<float>(static_cast<double>(src[i * 3]) * c.rescale_factor)
-                               : static_cast<float>(src[i * 3]);
+      for (int b = 0; b < 256; ++b) {
+        float v = c.do_rescale ? static_cast<float>(static_cast<double>(b) * c.rescale_factor) : static_cast<float>(b);
         if (c.do_normalize) v = (v - mean32) / std32;
-        dst[i] = v;
+        dst[b] = v;
       }
     }
   }
+  return table;
+}
+
+ImageInput preprocess_compact(const RgbImage& image, const PreprocessorConfig& c,
+                              std::shared_ptr<const std::vector<float>> byte_values) {
+  if (!byte_values) byte_values = std::make_shared<const std::vector<float>>(byte_value_table(c));
+  check(byte_values->size() == 3 * 256, "preprocess: a byte value table of ", byte_values->size(),
+        " values (3 channels × 256 wanted)");
+  RgbImage r = resize_and_crop(image, c);
+  ImageInput in;
+  in.channels = 3;
+  in.height = r.height;
+  in.width = r.width;
+  in.bytes = std::move(r.pixels);
+  in.byte_values = std::move(byte_values);
+  return in;
+}
+
+ImageInput preprocess(const RgbImage& image, const PreprocessorConfig& c) {
+  ImageInput in = preprocess_compact(image, c);
+  in.pixels = in.pixel_values();
+  in.bytes.clear();
+  in.byte_values.reset();
   return in;
 }
 

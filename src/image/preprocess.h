@@ -16,8 +16,10 @@
 #include <array>
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "image/resize.h"
 #include "image/rgb_image.h"
@@ -67,5 +69,15 @@ RgbImage resize_and_crop(const RgbImage& image, const PreprocessorConfig& config
 
 // One image's pixel_values (3 × H × W floats), bit-exact with the configured backend.
 ImageInput preprocess(const RgbImage& image, const PreprocessorConfig& config);
+
+// The value of each byte of a resized channel after the backend's rescale and normalise, as
+// preprocess computes it: table[c · 256 + byte], 3 × 256 floats.
+std::vector<float> byte_value_table(const PreprocessorConfig& config);
+
+// The same image in ImageInput's compact form: the resized and cropped uint8 image and the
+// byte value table (`byte_values`, made from `config` when null; pass one table to share it
+// between images). pixel_values() of the result is preprocess()'s pixels, bit for bit.
+ImageInput preprocess_compact(const RgbImage& image, const PreprocessorConfig& config,
+                              std::shared_ptr<const std::vector<float>> byte_values = nullptr);
 
 }  // namespace il::image

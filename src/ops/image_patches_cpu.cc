@@ -16,6 +16,35 @@ void patch_rows_cpu(const PatchRowsArgs& a) {
   }
 }
 
+void patch_bytes_cpu(const PatchBytesArgs& a, ThreadPool& pool) {
+  float* const out = f32_data(a.out, "patch_bytes");
+  const std::size_t C = a.channels, P = a.patch, cols = C * P * P;
+  check(out && (a.num_rows == 0 || (a.bytes && a.byte_values)) && P > 0 && a.image_rows % P == 0 &&
+            a.image_cols % P == 0 && a.out.ld >= cols && a.num_rows <= a.launched_rows,
+        "patch_bytes: null operand, short stride or an image that is not whole patches");
+  const std::size_t grid_cols = a.image_cols / P, n = (a.image_rows / P) * grid_cols;
+  const std::size_t image_bytes = a.image_rows * a.image_cols * C;
+  pool.parallel_for(a.launched_rows, 16, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      float* o = out + r * a.out.ld;
+      if (r >= a.num_rows) {
+        std::fill(o, o + cols, 0.0f);
+        continue;
+      }
+      const std::size_t k = r % n, gy = k / grid_cols, gx = k % grid_cols;
+      const std::uint8_t* image = a.bytes + (r / n) * image_bytes;
+      for (std::size_t c = 0; c < C; ++c) {
+        const float* values = a.byte_values + c * 256;
+        for (std::size_t ky = 0; ky < P; ++ky) {
+          const std::uint8_t* src = image + ((gy * P + ky) * a.image_cols + gx * P) * C + c;
+          float* dst = o + (c * P + ky) * P;
+          for (std::size_t kx = 0; kx < P; ++kx) dst[kx] = values[src[kx * C]];
+        }
+      }
+    }
+  });
+}
+
 void add_position_cpu(const AddPositionArgs& a, ThreadPool& pool) {
   float* const out = f32_data(a.out, "add_position");
   const float* const table = f32_data(a.table, "add_position");

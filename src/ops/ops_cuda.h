@@ -143,6 +143,8 @@ void maxsim_cuda(const MaxSimArgs& a, cudaStream_t stream);
 // SigLIP's patch embedding around its GEMM (ops/image_patches.h): f32 patch rows (device) into
 // out's type with zeros on padding rows; position rows (table in out's type) added in place.
 void patch_rows_cuda(const PatchRowsArgs& a, cudaStream_t stream);
+// The same rows cut from uint8 images (bytes, byte_values and device_num_rows on the device).
+void patch_bytes_cuda(const PatchBytesArgs& a, cudaStream_t stream);
 void add_position_cuda(const AddPositionArgs& a, cudaStream_t stream);
 // Attention pooling with a learned query (ops/probe_attention.h): k, v, out of one element type,
 // q f32, seq_starts on the device; empty (padding) sequences get zero rows. Heads up to

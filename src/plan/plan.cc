@@ -222,6 +222,21 @@ void check_batch(const Batch& batch, std::size_t max_tokens) {
   check(batch.patches.empty() || (batch.patch_dim > 0 && batch.patches.size() == t * batch.patch_dim), "batch: ",
         batch.patches.size(), " patch values for ", t, " tokens of ", batch.patch_dim);
   check_generation_fields(batch);
+  if (!batch.image_bytes.empty()) {
+    const std::size_t C = batch.image_channels, P = batch.image_patch;
+    check(batch.patches.empty(), "batch: both patch rows and image bytes");
+    check(C > 0 && P > 0 && batch.image_rows % P == 0 && batch.image_cols % P == 0 && batch.image_rows > 0 &&
+              batch.image_cols > 0 && batch.patch_dim == C * P * P && batch.byte_values.size() == C * 256,
+          "batch: image bytes of ", batch.image_rows, " × ", batch.image_cols, " pixels × ", C, " channels, patch ", P,
+          ", patch_dim ", batch.patch_dim, " and ", batch.byte_values.size(), " byte values do not fit together");
+    const std::size_t n = (batch.image_rows / P) * (batch.image_cols / P);
+    for (std::size_t s = 0; s < b; ++s)
+      check(static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]) == n, "batch: sequence ", s,
+            " of ", batch.seq_starts[s + 1] - batch.seq_starts[s], " tokens, but its image has ", n, " patches");
+    check(batch.image_bytes.size() == b * batch.image_rows * batch.image_cols * C, "batch: ",
+          batch.image_bytes.size(), " image bytes for ", b, " images of ", batch.image_rows, " × ", batch.image_cols,
+          " × ", C);
+  }
   if (batch.pool_starts.empty()) return;
   check(batch.pool_starts.size() == b, "batch: ", batch.pool_starts.size(), " pool starts for ", b, " sequences");
   for (std::size_t s = 0; s < b; ++s)

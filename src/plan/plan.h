@@ -340,6 +340,17 @@ struct Batch {
   std::size_t kv_page_size = 0;
   // InjectRowsStep: empty, or one per token: the source row it takes, or -1 to keep its own.
   std::vector<int32_t> inject_rows;
+  // Or the same patch rows as bytes (runtime::make_image_batch from compact ImageInputs; patches
+  // then empty): image_bytes holds each sequence's image, image_rows × image_cols pixels of
+  // image_channels interleaved bytes (the part the patch grid covers, rows and cols multiples of
+  // image_patch), back to back in sequence order; byte_values[c · 256 + byte] is the value a byte
+  // stands for in channel c (one table for the batch). Token k of a sequence is grid cell
+  // (k / (image_cols / P), k % (image_cols / P)), P = image_patch, and its patch row holds
+  // exactly the values `patches` would: patch_dim = image_channels · P · P. Executors upload the
+  // bytes (a quarter of the f32 rows) and cut and look up the rows themselves.
+  std::vector<std::uint8_t> image_bytes;
+  std::vector<float> byte_values;
+  std::size_t image_rows = 0, image_cols = 0, image_channels = 0, image_patch = 0;
   std::size_t num_tokens() const { return tokens.size(); }
   std::size_t num_seqs() const { return seq_starts.empty() ? 0 : seq_starts.size() - 1; }
   std::size_t rope_axes() const { return tokens.empty() ? 0 : rope_positions.size() / tokens.size(); }

@@ -22,7 +22,10 @@ void validate_images(const std::vector<ImageInput>& images, const models::ImageG
 std::vector<BatchRange> pack_images(std::size_t count, std::size_t tokens_per_image, std::size_t max_tokens);
 
 // The batch of images [range.first, range.first + range.count): patch rows, positions 0 .. n − 1
-// per image, one (unused) token id 0 per patch.
+// per image, one (unused) token id 0 per patch. When every image is compact with one byte value
+// table (what Engine::load_image gives), the rows go as bytes (plan::Batch::image_bytes, the
+// pixels the grid covers) for the executor to cut; otherwise as f32 patch rows (compact images
+// expanded), the same values either way.
 plan::Batch make_image_batch(const std::vector<ImageInput>& images, const BatchRange& range,
                              const models::ImageGeometry& g);
 

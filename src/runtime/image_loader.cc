@@ -41,6 +41,7 @@ ImageLoader::ImageLoader(const std::filesystem::path& dir, const ModelInfo& info
       check(h == static_cast<std::size_t>(height_) && w == static_cast<std::size_t>(width_), file.string(),
             ": the processor makes ", h, "×", w, " images but the model takes ", height_, "×", width_);
     check(channels_ == 3, file.string(), ": the model takes ", channels_, "-channel images; decoding gives RGB");
+    byte_values_ = std::make_shared<const std::vector<float>>(image::byte_value_table(c));
   } catch (const Error& e) {
     config_.reset();
     missing_ = e.what();
@@ -50,7 +51,9 @@ ImageLoader::ImageLoader(const std::filesystem::path& dir, const ModelInfo& info
 ImageInput ImageLoader::load(const std::vector<std::uint8_t>& bytes, std::string_view name) const {
   if (!config_) throw Error(missing_);
   const image::RgbImage rgb = image::decode_image(std::span<const std::uint8_t>(bytes), name, limits_);
-  ImageInput in = image::preprocess(rgb, *config_);
+  // Compact (uint8 and the processor's byte values): the engine uploads the bytes and cuts the
+  // patches on the device.
+  ImageInput in = image::preprocess_compact(rgb, *config_, byte_values_);
   // A shortest-edge resize without a crop gives other sizes: the model takes one size only.
   check(in.height == static_cast<std::size_t>(height_) && in.width == static_cast<std::size_t>(width_), name,
         ": preprocessing gave a ", in.height, "×", in.width, " image but the model takes ", height_, "×", width_);

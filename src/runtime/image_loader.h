@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,11 +25,13 @@ class ImageLoader {
   ImageLoader(const std::filesystem::path& dir, const ModelInfo& info, const EngineOptions& options,
               std::optional<image::PreprocessorConfig> default_config);
 
-  // Thread-safe: decodes and preprocesses one image; errors name `name`.
+  // Thread-safe: decodes and preprocesses one image, into ImageInput's compact form (the uint8
+  // image and the processor's byte values, one table shared by every image); errors name `name`.
   ImageInput load(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
 
  private:
   std::optional<image::PreprocessorConfig> config_;
+  std::shared_ptr<const std::vector<float>> byte_values_;  // the config's byte_value_table
   std::string missing_;  // why there is no config
   image::DecodeLimits limits_;
   int channels_ = 0, height_ = 0, width_ = 0;

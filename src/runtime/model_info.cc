@@ -17,6 +17,7 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   i.model_type = model.model_type;
   i.architecture = model.architecture;
   i.layout = model.layout;
+  if (model.generation) i.notes = model.generation->notes;
   i.capabilities = model.capabilities;
   i.kind = model.capabilities.score ? ModelKind::kCrossEncoder : ModelKind::kEmbedding;
   i.hidden = model.hidden;

@@ -13,7 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -161,6 +164,51 @@ TEST_P(GpuSiglipTest, MatchesTheCpuEngine) {
   const Matrix a = gpu->embed_images(e.images, {}), b = cpu->embed_images(e.images, {});
   double worst = 0;
   for (std::size_t i = 0; i < a.rows; ++i) EXPECT_TRUE(close(a.row(i), b.row(i), a.cols, kTolerance, worst));
+}
+
+// Image files through Engine::load_image, whose compact images (uint8 + the processor's byte
+// values) go up as bytes and are cut into patch rows on the device: the same embeddings and hidden
+// states, bit for bit, as the same images expanded to f32 pixel_values (uploaded as f32 rows),
+// in one batch and in bucket-padded batches of two (budget 40), twice each (the second run of a
+// shape may replay a CUDA graph, which must read the new bytes and zero the padding rows); f32
+// within kTolerance of transformers' embeddings of the files (expected_images.json).
+TEST_P(GpuSiglipTest, ImageFilesAsBytesEmbedAsTheirPixelValues) {
+  if (GetParam().folder != "siglip-joint") GTEST_SKIP() << "the image files' references are the joint folder's";
+  const std::filesystem::path dir = fixtures_root() / "siglip-joint";
+  std::ifstream in(dir / "expected_images.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  for (std::size_t budget : {std::size_t{16384}, std::size_t{40}}) {
+    auto engine = Engine::load(dir, options(GetParam().dtype, budget));
+    std::vector<ImageInput> compact, expanded;
+    for (const auto& c : expected.at("images")) {
+      const std::string file = c.at("file").get<std::string>();
+      std::ifstream f(fixtures_root() / file, std::ios::binary);
+      const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+      compact.push_back(engine->load_image(bytes, file));
+      ASSERT_TRUE(compact.back().compact()) << file;
+      const ImageInput& im = compact.back();
+      expanded.push_back(ImageInput{im.channels, im.height, im.width, im.pixel_values()});
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      const Matrix a = engine->embed_images(compact, {}), b = engine->embed_images(expanded, {});
+      ASSERT_EQ(a.data.size(), b.data.size());
+      EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)), 0)
+          << "budget " << budget << " pass " << pass;
+      const std::vector<Matrix> ha = engine->image_hidden_states(compact), hb = engine->image_hidden_states(expanded);
+      for (std::size_t i = 0; i < ha.size(); ++i)
+        EXPECT_EQ(std::memcmp(ha[i].data.data(), hb[i].data.data(), ha[i].data.size() * sizeof(float)), 0)
+            << "hidden, image " << i << " budget " << budget << " pass " << pass;
+      double worst = 0;
+      for (std::size_t i = 0; i < a.rows; ++i) {
+        const auto want = expected["images"][i].at("embedding").get<std::vector<float>>();
+        ASSERT_EQ(want.size(), a.cols);
+        EXPECT_TRUE(close(a.row(i), want.data(), a.cols, kTolerance, worst)) << "image " << i;
+      }
+      if (pass == 0)
+        std::printf("[siglip gpu] files as bytes %s budget %zu: embedding worst %.3g vs transformers\n",
+                    GetParam().dtype.c_str(), budget, worst);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, GpuSiglipTest,

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <random>
 
 #include "core/thread_pool.h"
 #include "gpu_test_util.h"
@@ -113,6 +115,64 @@ TEST_P(ImageOps, PatchRowsAndPositionsMatchCpu) {
     const std::vector<float> after = gout.download();
     // One rounding of the sum on the store (none in f32).
     EXPECT_LE(rel_error(after, cpu), type() == DType::kF32 ? 0.0 : 2.0 * unit_roundoff(type())) << "cols=" << cols;
+  }
+}
+
+// Patch rows cut from uint8 images through a byte value table (compact ImageInputs): the same
+// table entries as the CPU op, bit for bit in f32 and rounded once to f16 / bf16 (the CPU rows
+// rounded by the same conversion); padding rows zero, with the real row count given on the
+// host or read on the device (as a replayed graph does). Odd patch sizes and channel counts,
+// images of several grid cells, a last partial launch.
+TEST_P(ImageOps, PatchBytesMatchCpu) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  struct Shape {
+    std::size_t channels, patch, rows, cols, images;
+  };
+  uint32_t seed = 2200;
+  for (const Shape sh : {Shape{3, 16, 224, 224, 2}, Shape{3, 5, 15, 35, 3}, Shape{1, 3, 9, 6, 4},
+                         Shape{4, 7, 14, 21, 2}, Shape{3, 14, 28, 14, 1}}) {
+    const std::size_t cols = sh.channels * sh.patch * sh.patch, ld = cols + 5;
+    const std::size_t n = (sh.rows / sh.patch) * (sh.cols / sh.patch), real = sh.images * n, launched = real + 9;
+    std::vector<std::uint8_t> bytes(sh.images * sh.rows * sh.cols * sh.channels);
+    std::mt19937 rng(seed++);
+    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(rng() & 0xff);
+    const std::vector<float> table = random_vector(sh.channels * 256, seed++, 3.0f);
+    std::vector<float> want(launched * ld, kSentinel);
+    ops::PatchBytesArgs a;
+    a.bytes = bytes.data();
+    a.byte_values = table.data();
+    a.channels = sh.channels;
+    a.patch = sh.patch;
+    a.image_rows = sh.rows;
+    a.image_cols = sh.cols;
+    a.num_rows = real;
+    a.launched_rows = launched;
+    a.out = ops::f32_view(want.data(), ld);
+    ops::patch_bytes_cpu(a, pool);
+    const std::vector<float> rounded = TypedArray(want, type()).values();  // the stores' one rounding
+    const DeviceArray<std::uint8_t> dbytes(bytes);
+    const DeviceArray<float> dtable(table);
+    const DeviceArray<int32_t> dreal(std::vector<int32_t>{static_cast<int32_t>(real)});
+    for (int on_device = 0; on_device < 2; ++on_device) {
+      const TypedArray gout(std::vector<float>(launched * ld, kSentinel), type());
+      ops::PatchBytesArgs g = a;
+      g.bytes = dbytes.get();
+      g.byte_values = dtable.get();
+      g.out = gout.view(0, ld);
+      if (on_device) {
+        g.num_rows = launched;  // ignored: the device count wins
+        g.device_num_rows = dreal.get();
+      }
+      ops::patch_bytes_cuda(g, nullptr);
+      const std::vector<float> got = gout.download();
+      ASSERT_EQ(got.size(), rounded.size());
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        if (std::memcmp(&got[i], &rounded[i], sizeof(float)) != 0) ++mismatches;
+      EXPECT_EQ(mismatches, 0u) << type_name(type()) << " channels=" << sh.channels << " patch=" << sh.patch << " "
+                                << sh.rows << "x" << sh.cols << " on_device=" << on_device;
+    }
   }
 }
 

@@ -29,11 +29,12 @@ std::vector<std::uint8_t> file_bytes(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string pixel_sha(const ImageInput& im) {
-  std::vector<std::uint8_t> bytes(im.pixels.size() * 4);
-  for (std::size_t i = 0; i < im.pixels.size(); ++i) {
+std::string pixel_sha(const ImageInput& in) {
+  const std::vector<float> pixels = in.pixel_values();  // load_image gives the compact form
+  std::vector<std::uint8_t> bytes(pixels.size() * 4);
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
     std::uint32_t u;
-    std::memcpy(&u, &im.pixels[i], 4);
+    std::memcpy(&u, &pixels[i], 4);
     for (int b = 0; b < 4; ++b) bytes[4 * i + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(u >> (8 * b));
   }
   return image::test::sha256_hex(bytes);
@@ -64,6 +65,19 @@ TEST(SiglipImages, FilesGiveTransformersPixelValuesAndEmbeddings) {
   }
   EXPECT_LE(worst, 2e-5);
   std::printf("[siglip images] %zu files: embeddings worst %.3g vs transformers\n", images.size(), worst);
+
+  // load_image's compact form (bytes cut into patch rows by the executor) and the same images
+  // expanded to f32 pixel_values (the JSON pixel_values path): the same embeddings, bit for bit.
+  std::vector<ImageInput> expanded;
+  for (const ImageInput& im : images) {
+    ASSERT_TRUE(im.compact());
+    ImageInput f{im.channels, im.height, im.width, im.pixel_values()};
+    expanded.push_back(f);
+  }
+  const Matrix e = engine->embed_images(expanded, {});
+  ASSERT_EQ(e.data.size(), m.data.size());
+  EXPECT_EQ(std::memcmp(e.data.data(), m.data.data(), m.data.size() * sizeof(float)), 0)
+      << "compact and f32 images gave different embeddings";
 }
 
 TEST(SiglipImages, BadImagesAreErrorsNamingTheInput) {

@@ -262,11 +262,24 @@ void CpuExecutor::execute(const plan::Step& step) {
             ops::short_conv_cpu(a, pool_);
           },
           [&](const plan::PatchEmbedStep& op) {
-            check(!batch_.patches.empty() && batch_.patch_dim == op.patches.cols, "patch_embed ", step.name,
-                  ": the batch holds no patch rows of ", op.patches.cols, " values");
+            check((!batch_.patches.empty() || !batch_.image_bytes.empty()) && batch_.patch_dim == op.patches.cols,
+                  "patch_embed ", step.name, ": the batch holds no patch rows of ", op.patches.cols, " values");
             check(!selected(op.patches) && !selected(op.out), "patch_embed ", step.name, ": token rows only");
             const std::size_t n = row_wise(step.name, op.patches, {op.out});
-            ops::patch_rows_cpu({batch_.patches.data(), n, n, op.patches.cols, tensor(op.patches)});
+            if (!batch_.image_bytes.empty()) {
+              ops::PatchBytesArgs a;
+              a.bytes = batch_.image_bytes.data();
+              a.byte_values = batch_.byte_values.data();
+              a.channels = batch_.image_channels;
+              a.patch = batch_.image_patch;
+              a.image_rows = batch_.image_rows;
+              a.image_cols = batch_.image_cols;
+              a.num_rows = a.launched_rows = n;
+              a.out = tensor(op.patches);
+              ops::patch_bytes_cpu(a, pool_);
+            } else {
+              ops::patch_rows_cpu({batch_.patches.data(), n, n, op.patches.cols, tensor(op.patches)});
+            }
             ops::gemm_packed_cpu({tensor(op.patches), &packed_.at(op.w), weight(op.bias), tensor(op.out), n,
                                   Activation::kNone},
                                  pool_);

@@ -121,13 +121,32 @@ void CudaExecutor::execute(const plan::Step& step) {
           [&](const plan::PatchEmbedStep& op) {
             check(patch_dim_ == op.patches.cols, "patch_embed ", step.name, ": no patch rows of ", op.patches.cols,
                   " values uploaded");
+            check(!byte_patches_ || image_channels_ * image_patch_ * image_patch_ == op.patches.cols, "patch_embed ",
+                  step.name, ": image bytes of ", image_channels_, " × ", image_patch_, "² values a patch for rows of ",
+                  op.patches.cols);
             check(!selected(op.patches) && !selected(op.out), "patch_embed ", step.name, ": token rows only");
             // Over the launched rows (padding rows hold zero patches and position 0), so a captured
             // graph depends on the bucket alone.
             const std::size_t n = row_wise(step.name, op.patches, {op.out});
-            ops::patch_rows_cuda({reinterpret_cast<const float*>(patch_arena_.get()), n, n, op.patches.cols,
-                                  tensor(op.patches)},
-                                 stream_);
+            if (byte_patches_) {
+              // The real token count from the device (the last sequence offset: padding
+              // sequences start at it), so padding rows get zeros in a replayed graph too.
+              ops::PatchBytesArgs a;
+              a.bytes = reinterpret_cast<const std::uint8_t*>(image_arena_.get() + kImageTableBytes);
+              a.byte_values = reinterpret_cast<const float*>(image_arena_.get());
+              a.channels = image_channels_;
+              a.patch = image_patch_;
+              a.image_rows = image_rows_;
+              a.image_cols = image_cols_;
+              a.num_rows = a.launched_rows = n;
+              a.device_num_rows = d_starts_ + num_seqs_;
+              a.out = tensor(op.patches);
+              ops::patch_bytes_cuda(a, stream_);
+            } else {
+              ops::patch_rows_cuda({reinterpret_cast<const float*>(patch_arena_.get()), n, n, op.patches.cols,
+                                    tensor(op.patches)},
+                                   stream_);
+            }
             plan::GemmStep g;
             g.x = op.patches;
             g.w = op.w;

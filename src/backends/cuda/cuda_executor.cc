@@ -128,7 +128,11 @@ void CudaExecutor::allocate(plan::Plan& plan) {
         check(patch_dim_ == 0 || patch_dim_ == pe->patches.cols, "cuda executor: patch embeddings of different widths");
         patch_dim_ = pe->patches.cols;
       }
-  if (patch_dim_ > 0) patch_arena_ = DeviceMemory(max_tokens_ * patch_dim_ * sizeof(float));
+  if (patch_dim_ > 0) {
+    patch_arena_ = DeviceMemory(max_tokens_ * patch_dim_ * sizeof(float));
+    image_arena_ = DeviceMemory(kImageTableBytes + max_tokens_ * patch_dim_);
+    image_staging_ = PinnedMemory(kImageTableBytes + max_tokens_ * patch_dim_);
+  }
 
   // Generation's per-batch arrays, where a step reads them.
   for (const std::string& name : plan.program_names())
@@ -330,6 +334,8 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
                                     sizeof(int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   if (generation_) upload_generation(batch, t, b, tb, bb);
+  byte_patches_ = patch_dim_ > 0 && !batch.image_bytes.empty();
+  if (byte_patches_) upload_image_bytes(batch);
   IL_CUDA_CHECK(cudaEventRecord(upload_done_, stream_));
   if (patch_dim_ > 0 && !batch.patches.empty()) {
     check(batch.patch_dim == patch_dim_, "cuda executor: patch rows of ", batch.patch_dim, " values, the plan takes ",
@@ -390,6 +396,42 @@ void CudaExecutor::upload_generation(const plan::Batch& batch, std::size_t t, st
   const std::size_t count = 4 * max_tokens_ + 1 + batch.kv_pages.size();
   IL_CUDA_CHECK(
       cudaMemcpyAsync(gen_arena_.get(), s, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+}
+
+// The table, then the bytes in pieces: each piece is copied into the pinned staging and its
+// upload queued before the next is copied, so the host copy and the transfer overlap. (A pinned
+// source is what makes the transfer asynchronous and full speed; the caller has waited for the
+// previous batch's upload to leave the staging.)
+void CudaExecutor::upload_image_bytes(const plan::Batch& batch) {
+  check(batch.patch_dim == patch_dim_, "cuda executor: image patches of ", batch.patch_dim,
+        " values, the plan takes ", patch_dim_);
+  check(batch.image_channels <= kMaxImageChannels, "cuda executor: images of ", batch.image_channels,
+        " channels (at most ", kMaxImageChannels, ")");
+  if (image_patch_ == 0) {
+    image_rows_ = batch.image_rows;
+    image_cols_ = batch.image_cols;
+    image_channels_ = batch.image_channels;
+    image_patch_ = batch.image_patch;
+  }
+  check(image_rows_ == batch.image_rows && image_cols_ == batch.image_cols &&
+            image_channels_ == batch.image_channels && image_patch_ == batch.image_patch,
+        "cuda executor: images of ", batch.image_rows, " × ", batch.image_cols, " × ", batch.image_channels,
+        " (patch ", batch.image_patch, ") after images of ", image_rows_, " × ", image_cols_, " × ", image_channels_,
+        " (patch ", image_patch_, ")");
+  const std::size_t bytes = batch.image_bytes.size();
+  check(bytes <= max_tokens_ * patch_dim_, "cuda executor: ", bytes, " image bytes exceed the staging");
+  std::byte* host = image_staging_.get();
+  std::byte* device = image_arena_.get();
+  std::memcpy(host, batch.byte_values.data(), batch.byte_values.size() * sizeof(float));
+  IL_CUDA_CHECK(cudaMemcpyAsync(device, host, batch.byte_values.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                stream_));
+  constexpr std::size_t kPiece = 1u << 20;
+  for (std::size_t off = 0; off < bytes; off += kPiece) {
+    const std::size_t len = std::min(kPiece, bytes - off);
+    std::memcpy(host + kImageTableBytes + off, batch.image_bytes.data() + off, len);
+    IL_CUDA_CHECK(cudaMemcpyAsync(device + kImageTableBytes + off, host + kImageTableBytes + off, len,
+                                  cudaMemcpyHostToDevice, stream_));
+  }
 }
 
 ops::TensorView CudaExecutor::tensor(const View& v) const {

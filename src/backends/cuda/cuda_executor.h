@@ -65,6 +65,7 @@ class CudaExecutor final : public plan::Executor {
   void release() noexcept;          // stream, events, cuBLASLt (memory frees itself)
   void upload_weights(plan::Plan& plan);
   void upload_generation(const plan::Batch& batch, std::size_t t, std::size_t b, std::size_t tb, std::size_t bb);
+  void upload_image_bytes(const plan::Batch& batch);  // into image_arena_ (set_batch)
   void execute(const plan::Step& step);
   void execute_all(const std::vector<plan::Step>& steps);
   ops::GemmCudaArgs gemm_args(const std::string& name, const plan::GemmStep& op) const;
@@ -112,6 +113,16 @@ class CudaExecutor final : public plan::Executor {
   // patch_dim_, padding rows zeroed (null and 0 without such a step).
   DeviceMemory patch_arena_;
   std::size_t patch_dim_ = 0;
+  // Or, for compact images (plan::Batch::image_bytes), the batch's byte value table (the first
+  // kImageTableBytes) then its image bytes (at most max_tokens × patch_dim_), on the device and in
+  // pinned staging of the same layout; the patch embedding cuts the rows from them. The image
+  // geometry is the first such batch's (one model, one geometry: a graph holds it).
+  static constexpr std::size_t kMaxImageChannels = 4;
+  static constexpr std::size_t kImageTableBytes = kMaxImageChannels * 256 * sizeof(float);
+  DeviceMemory image_arena_;
+  PinnedMemory image_staging_;
+  bool byte_patches_ = false;  // the current batch's patch rows come as image bytes
+  std::size_t image_rows_ = 0, image_cols_ = 0, image_channels_ = 0, image_patch_ = 0;
   PinnedMemory batch_staging_, read_staging_;
   // Generation (KV cache and row-injection steps): per batch the cache rows, cache lengths and
   // injected rows of the launched tokens (padding: -1, 0, -1), each sequence's page offsets and
@@ -144,9 +155,10 @@ class CudaExecutor final : public plan::Executor {
   // (see run_graph). Profiling runs stay eager so steps can be timed. IL_CUDA_GRAPHS=0: always
   // eager; =always: capture every shape on its second run.
   // (program, tokens, sequences, longest sequence, has type ids, has pool starts, has key limits,
-  // rope position axes, KV cache page size: a kernel argument of cached attention)
-  using GraphKey =
-      std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool, std::size_t, std::size_t>;
+  // rope position axes, KV cache page size: a kernel argument of cached attention, patch rows as
+  // image bytes)
+  using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool, std::size_t,
+                              std::size_t, bool>;
   struct ShapeRecord {
     int eager_runs = 0;
     bool eager_only = false;  // device-bound: a graph would not pay

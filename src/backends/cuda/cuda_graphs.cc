@@ -63,7 +63,7 @@ void CudaExecutor::run(const std::string& program) {
 // gives the eager run's bits.
 void CudaExecutor::run_graph(const std::string& program, const std::vector<plan::Step>& steps) {
   const GraphKey key{program,    num_tokens_, num_seqs_, max_seq_len_, has_types_, d_pool_starts_ != nullptr,
-                     d_key_limits_ != nullptr, rope_axes_, page_size_};
+                     d_key_limits_ != nullptr, rope_axes_, page_size_, byte_patches_};
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     if (graphs_.size() >= kMaxShapes) return execute_all(steps);  // too many shapes: stay eager
