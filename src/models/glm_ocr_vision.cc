@@ -20,6 +20,44 @@ std::string glm_ocr_vision_prefix(const WeightSource& src) {
                    "'model.visual.', 'visual.' and ''");
 }
 
+std::map<std::string, std::vector<int64_t>> glm_ocr_vision_tensors(const GlmOcrVisionConfig& c,
+                                                                  const std::string& p) {
+  const int64_t H = c.hidden, I = c.intermediate, O = c.out_hidden, M = static_cast<int64_t>(c.merger_inner());
+  const int64_t hd = static_cast<int64_t>(c.head_dim());
+  std::map<std::string, std::vector<int64_t>> t;
+  t[p + "patch_embed.proj.weight"] = {H, c.channels, c.temporal_patch, c.patch, c.patch};
+  t[p + "patch_embed.proj.bias"] = {H};
+  for (int i = 0; i < c.depth; ++i) {
+    const std::string n = p + "blocks." + std::to_string(i) + ".";
+    t[n + "norm1.weight"] = {H};
+    t[n + "norm2.weight"] = {H};
+    t[n + "attn.qkv.weight"] = {3 * H, H};
+    t[n + "attn.proj.weight"] = {H, H};
+    t[n + "attn.q_norm.weight"] = {hd};
+    t[n + "attn.k_norm.weight"] = {hd};
+    t[n + "mlp.gate_proj.weight"] = {I, H};
+    t[n + "mlp.up_proj.weight"] = {I, H};
+    t[n + "mlp.down_proj.weight"] = {H, I};
+    if (c.attention_bias) {
+      t[n + "attn.qkv.bias"] = {3 * H};
+      t[n + "attn.proj.bias"] = {H};
+      t[n + "mlp.gate_proj.bias"] = {I};
+      t[n + "mlp.up_proj.bias"] = {I};
+      t[n + "mlp.down_proj.bias"] = {H};
+    }
+  }
+  t[p + "post_layernorm.weight"] = {H};
+  t[p + "downsample.weight"] = {O, H, 2, 2};
+  t[p + "downsample.bias"] = {O};
+  t[p + "merger.proj.weight"] = {O, O};
+  t[p + "merger.post_projection_norm.weight"] = {O};
+  t[p + "merger.post_projection_norm.bias"] = {O};
+  t[p + "merger.gate_proj.weight"] = {M, O};
+  t[p + "merger.up_proj.weight"] = {M, O};
+  t[p + "merger.down_proj.weight"] = {O, M};
+  return t;
+}
+
 std::vector<float> glm_ocr_downsample_weight(const std::vector<float>& conv, std::size_t out, std::size_t hidden) {
   check(conv.size() == out * hidden * 4, "downsample weight: ", conv.size(), " values for [", out, ", ", hidden,
         ", 2, 2]");

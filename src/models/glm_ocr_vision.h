@@ -11,7 +11,10 @@
 // one sequence per image frame, rope_positions (h, w) per patch.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "models/glm_ocr_vision_config.h"
 #include "models/weight_source.h"
@@ -42,6 +45,11 @@ GlmOcrVisionViews build_glm_ocr_vision(plan::Plan& plan, const GlmOcrVisionConfi
 // The tower's tensor prefix in `src`: "model.visual." (GlmOcrForConditionalGeneration), "visual."
 // or "" (GlmOcrVisionModel.save_pretrained). Throws when none holds patch_embed.proj.weight.
 std::string glm_ocr_vision_prefix(const WeightSource& src);
+
+// Every tensor the tower reads, under `prefix`, with its checkpoint shape: what a
+// RandomSource needs to build the tower from a config alone (speed runs with random weights).
+std::map<std::string, std::vector<int64_t>> glm_ocr_vision_tensors(const GlmOcrVisionConfig& c,
+                                                                  const std::string& prefix);
 
 // The 2×2 downsample's Conv2d weight [out, hidden, 2, 2] as the linear weight over a window's 4
 // token rows side by side: W[o, (a·2 + b)·hidden + c] = Wconv[o, c, a, b] (a window row, b column).

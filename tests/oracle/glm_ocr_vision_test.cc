@@ -74,6 +74,24 @@ TEST(GlmOcrVision, FullModelPrefixGivesTheSameRows) {
   EXPECT_THROW(run_cpu(f, src, ""), Error);  // the unprefixed names are absent there
 }
 
+// The tensor list a random-weight tower is built from names exactly the checkpoint's tensors,
+// shapes included, and a tower builds and runs from it.
+TEST(GlmOcrVision, TensorListMatchesTheCheckpointAndBuildsARandomTower) {
+  const GlmOcrVisionFixture f = load_glm_ocr_vision_fixture();
+  const io::SafeTensors st = io::SafeTensors::open(glm_ocr_vision_dir() / "model.safetensors");
+  const auto shapes = models::glm_ocr_vision_tensors(f.config, "");
+  std::vector<std::string> names;
+  for (const auto& [name, shape] : shapes) {
+    names.push_back(name);
+    ASSERT_TRUE(st.has(name)) << name;
+    EXPECT_EQ(st.info(name).shape, shape) << name;
+  }
+  EXPECT_EQ(names, st.names());
+  const models::RandomSource random(models::glm_ocr_vision_tensors(f.config, "model.visual."));
+  const TowerRows r = run_cpu(f, random, "model.visual.");
+  for (float v : r.output) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(GlmOcrVision, BatchHasOneSequencePerFrameAndWindowOrderPositions) {
   // One 4 × 6 image and one 2-frame 2 × 2 image, patch_dim 1 (the patch value is its index).
   std::vector<float> pv(4 * 6 + 2 * 4);
