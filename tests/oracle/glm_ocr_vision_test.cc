@@ -74,6 +74,26 @@ TEST(GlmOcrVision, FullModelPrefixGivesTheSameRows) {
   EXPECT_THROW(run_cpu(f, src, ""), Error);  // the unprefixed names are absent there
 }
 
+// The merger's rows written into a caller's persistent buffer (where a decoder's prefill reads
+// them) equal those of the builder's own window-row buffer.
+TEST(GlmOcrVision, MergerRowsGoToACallersPersistentBuffer) {
+  const GlmOcrVisionFixture f = load_glm_ocr_vision_fixture();
+  const models::SafeTensorsSource src = glm_ocr_vision_weights();
+  const std::size_t windows = f.pixel_values.size() / f.patch_dim / 4;
+  plan::Plan plan;
+  models::GlmOcrVisionOptions o;
+  o.prefix = "";
+  o.output = plan.whole(plan.add_persistent_buffer("image_rows", windows, f.out_hidden));
+  const models::GlmOcrVisionViews v = models::build_glm_ocr_vision(plan, f.config, src, o);
+  EXPECT_EQ(v.output.buffer, o.output.buffer);
+  cpu::CpuExecutor exec(plan, 256, 2);
+  exec.set_batch(runtime::make_glm_ocr_vision_batch(f.pixel_values, f.patch_dim, f.grid_thw));
+  exec.run("vision");
+  std::vector<float> rows(windows * f.out_hidden);
+  exec.read(plan.output("vision"), rows.data());
+  EXPECT_EQ(rows, run_cpu(f, src, "").output);
+}
+
 // The tensor list a random-weight tower is built from names exactly the checkpoint's tensors,
 // shapes included, and a tower builds and runs from it.
 TEST(GlmOcrVision, TensorListMatchesTheCheckpointAndBuildsARandomTower) {
