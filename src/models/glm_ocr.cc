@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "models/folder.h"
 #include "models/generation_config.h"
+#include "models/glm_ocr_vision.h"
 #include "models/layers.h"
 
 namespace il::models {
@@ -176,7 +177,25 @@ BuiltModel describe(const GlmOcrConfig& c) {
   return m;
 }
 
+// The vision tower as program "vision", its merger rows into the persistent buffer the prefill
+// injects at the image tokens.
+void build_vision(BuiltModel& m, const GlmOcrConfig& c, const WeightSource& src) {
+  const GlmOcrVisionConfig vc = parse_glm_ocr_vision_config(c.vision, "config.json (vision_config)");
+  check(vc.out_hidden == c.text.hidden, "config.json: vision_config.out_hidden_size (", vc.out_hidden,
+        ") must equal text_config.hidden_size (", c.text.hidden, "): the merger's rows replace token embeddings");
+  GenerationSpec& g = *m.generation;
+  g.image_rows = m.plan.add_persistent_buffer("image_rows", kUnsizedRows, static_cast<std::size_t>(vc.out_hidden));
+  g.image_row_divisor = vc.merge_tokens();
+  g.spatial_merge = static_cast<std::size_t>(vc.merge);
+  g.patch_dim = vc.patch_dim();
+  GlmOcrVisionOptions o;
+  o.prefix = glm_ocr_vision_prefix(src);
+  o.output = m.plan.whole(g.image_rows);
+  build_glm_ocr_vision(m.plan, vc, src, o);
+}
+
 void build(BuiltModel& m, const GlmOcrConfig& c, const WeightSource& src) {
+  build_vision(m, c, src);
   const Decoder d = build_decoder(m, c, src);
   build_head(m.plan, c, src, d);
 }
@@ -238,7 +257,10 @@ BuiltModel build_glm_ocr_folder(const std::filesystem::path& dir, const nlohmann
 BuiltModel build_glm_ocr_random(const nlohmann::json& config, const std::string& source) {
   const GlmOcrConfig c = parse_glm_ocr_config(config, source);
   BuiltModel m = describe(c);
-  RandomSource src(glm_ocr_text_tensors(c), checkpoint_dtype(config));
+  std::map<std::string, std::vector<int64_t>> tensors = glm_ocr_text_tensors(c);
+  for (auto& [name, shape] : glm_ocr_vision_tensors(parse_glm_ocr_vision_config(c.vision, source), "model.visual."))
+    tensors[name] = shape;
+  RandomSource src(tensors, checkpoint_dtype(config));
   build(m, c, src);
   return m;
 }

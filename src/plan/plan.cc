@@ -40,8 +40,11 @@ BufferId Plan::add_buffer_over(std::string name, Rows rows, std::size_t cols, Bu
   check(o.rows == Rows::kTokens && o.storage < 0 && o.elem == Elem::kActivation, "plan: buffer ", name,
         " may only reuse an activation token buffer that owns its storage, not ", o.name);
   check(rows != Rows::kSequences, "plan: buffer ", name, ": sequence rows (f32 on GPUs) cannot reuse ", o.name);
-  check(cols > 0 && cols <= o.cols, "plan: buffer ", name, " (", cols, " columns) does not fit in ", o.name, " (",
-        o.cols, ")");
+  // Window rows are a quarter of the token rows: kWindowTokens times the owner's columns fit, and
+  // at exactly that width a window row is its token rows side by side.
+  const bool reshape = rows == Rows::kWindows && cols == kWindowTokens * o.cols;
+  check(cols > 0 && (cols <= o.cols || reshape), "plan: buffer ", name, " (", cols, " columns) does not fit in ",
+        o.name, " (", o.cols, ")");
   buffers_.push_back({std::move(name), rows, cols, owner, Elem::kActivation});
   return static_cast<BufferId>(buffers_.size() - 1);
 }
@@ -114,6 +117,8 @@ void Plan::add_step(const std::string& program, std::string name, StepOp op) {
       const BufferDesc& b = buffers_[static_cast<std::size_t>(v.buffer)];
       check(row_wise || b.rows != Rows::kPersistent, "plan: step ", name, " (", op_name(op),
             ") uses persistent buffer ", b.name, ": only GEMM, norm, GLU and L2 steps may so far");
+      check(row_wise || b.rows != Rows::kWindows, "plan: step ", name, " (", op_name(op), ") uses window-row buffer ",
+            b.name, ": only GEMM, norm, GLU and L2 steps may");
     }
   programs_[program].push_back({std::move(name), std::move(op)});
 }

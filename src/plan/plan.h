@@ -33,7 +33,14 @@ namespace il::plan {
 // (GEMM, norm, GLU, L2) may read or write them so far; such a step runs over rows(x) rows and
 // every operand must hold that many (a step over token rows writing a persistent buffer needs
 // it to hold the batch's launched rows: on CUDA the token count rounded up to its bucket).
-enum class Rows { kTokens, kSequences, kSelected, kPersistent };
+// kWindows: one row per window of kWindowTokens consecutive token rows (a vision tower's 2×2
+// spatial merge): tokens / kWindowTokens rows, the batch's token count a multiple of it (the
+// launched rows on CUDA: its bucketed token count / kWindowTokens, rounded down). A windows
+// buffer of kWindowTokens · c columns over the storage of a token buffer of c columns reads each
+// window's token rows side by side, as one row (add_buffer_over): the reshape [n, c] →
+// [n / 4, 4c] costs nothing. Only row-wise steps may use window rows.
+enum class Rows { kTokens, kSequences, kSelected, kPersistent, kWindows };
+inline constexpr std::size_t kWindowTokens = 4;
 
 // The element type of a buffer. kActivation: the serving precision (f32, or f16 / bf16 on a GPU
 // in those modes); kF32: f32 in every mode; kI32: 32-bit integers (ids, indices).
@@ -57,8 +64,10 @@ struct BufferDesc {
 
 // The rows an executor allocates for a buffer: a persistent buffer's own count, else the
 // largest batch's (max_tokens, for sequence and selected rows too: a batch may hold as many
-// sequences as tokens). A buffer over another's storage allocates none (see BufferDesc::storage).
+// sequences as tokens; window rows a quarter of that). A buffer over another's storage allocates
+// none (see BufferDesc::storage).
 constexpr std::size_t capacity_rows(const BufferDesc& b, std::size_t max_tokens) {
+  if (b.rows == Rows::kWindows) return (max_tokens + kWindowTokens - 1) / kWindowTokens;
   return b.rows == Rows::kPersistent ? b.fixed_rows : max_tokens;
 }
 
@@ -130,6 +139,7 @@ struct LayerNormStep {
   View out;
   View sum_out;   // buffer -1: none (needs a residual)
   std::size_t group = 0;
+  Activation act = Activation::kNone;  // then out = act(out) (GLM-OCR's merger: LayerNorm, GELU)
 };
 // out = act(x[:, :n]) ⊙ x[:, n:2n] with n = out.cols: a gated MLP's gate and up projections,
 // computed as one GEMM with the gate's rows first.
@@ -270,7 +280,9 @@ class Plan {
   // Changes a persistent buffer's row count (a runtime sizing a KV cache before it builds an
   // executor).
   void set_fixed_rows(BufferId id, std::size_t rows);
-  // A buffer over the storage of token buffer `owner` (see BufferDesc::storage).
+  // A buffer over the storage of token buffer `owner` (see BufferDesc::storage): at most its
+  // columns, or, for window rows, exactly kWindowTokens times them (each window's token rows
+  // side by side).
   BufferId add_buffer_over(std::string name, Rows rows, std::size_t cols, BufferId owner);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, std::vector<float> data);
   WeightId add_weight(std::string name, std::vector<int64_t> shape, StoredTensor stored);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "runtime/glm_ocr_vision_batch.h"
 #include "runtime/rope_positions.h"
 
 namespace il::runtime {
@@ -133,31 +134,14 @@ std::vector<Generator::Sequence*> Generator::admit() {
 }
 
 void Generator::run_vision(const std::vector<const PatchImage*>& images) {
-  // One sequence per image; patch rows as the processor ordered them (merge windows of
-  // spatial_merge² consecutive rows); rotary positions (row, column) of each patch in the full
-  // grid on two axes.
-  plan::Batch b;
-  b.patch_dim = spec_.patch_dim;
-  b.seq_starts.push_back(0);
-  std::vector<int32_t> rows_axis, cols_axis;
-  const int m = static_cast<int>(spec_.spatial_merge);
+  // The images' patch rows back to back, one sequence per frame, (h, w) rotary positions.
+  std::vector<float> rows;
+  std::vector<std::array<int, 3>> grids;
   for (const PatchImage* im : images) {
-    const auto [gt, gh, gw] = im->grid_thw;
-    b.patches.insert(b.patches.end(), im->rows.begin(), im->rows.end());
-    for (int t = 0; t < gt; ++t)
-      for (int br = 0; br < gh / m; ++br)
-        for (int bc = 0; bc < gw / m; ++bc)
-          for (int r = 0; r < m; ++r)
-            for (int c = 0; c < m; ++c) {
-              rows_axis.push_back(br * m + r);
-              cols_axis.push_back(bc * m + c);
-            }
-    b.seq_starts.push_back(static_cast<int32_t>(rows_axis.size()));
+    rows.insert(rows.end(), im->rows.begin(), im->rows.end());
+    grids.push_back(im->grid_thw);
   }
-  b.tokens.assign(rows_axis.size(), 0);
-  b.rope_positions = rows_axis;
-  b.rope_positions.insert(b.rope_positions.end(), cols_axis.begin(), cols_axis.end());
-  exec_.set_batch(b);
+  exec_.set_batch(make_glm_ocr_vision_batch(rows, spec_.patch_dim, grids, static_cast<int>(spec_.spatial_merge)));
   exec_.run("vision");
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -105,7 +106,9 @@ TEST(GlmOcr, VisionRowsMatchTransformers) {
     std::vector<float> got;
     for (const Matrix& m : rows) got.insert(got.end(), m.data.begin(), m.data.end());
     ASSERT_EQ(got.size(), c.vision.size()) << c.name;
-    EXPECT_LE(max_abs(c.vision, got.data()), 1e-3) << c.name;
+    const double err = max_abs(c.vision, got.data());
+    std::printf("[glm-ocr cpu f32] %s: merger rows max-abs %.3g\n", c.name.c_str(), err);
+    EXPECT_LE(err, 1e-3) << c.name;
     ++checked;
   }
   EXPECT_EQ(checked, 3u);
@@ -118,7 +121,9 @@ TEST(GlmOcr, LastLogitsMatchTransformers) {
   ASSERT_EQ(logits.rows, cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
     ASSERT_EQ(logits.cols, cases[i].last_logits.size());
-    EXPECT_LE(max_abs(cases[i].last_logits, logits.row(i)), 1e-3) << cases[i].name;
+    const double err = max_abs(cases[i].last_logits, logits.row(i));
+    std::printf("[glm-ocr cpu f32] %s: last logits max-abs %.3g\n", cases[i].name.c_str(), err);
+    EXPECT_LE(err, 1e-3) << cases[i].name;
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "ops/activation.h"
 #include "ops/disentangled_attention.h"
 #include "ops/embed.h"
 #include "ops/glu.h"
@@ -109,6 +110,10 @@ std::size_t CpuExecutor::rows(const View& v) const {
     case Rows::kSequences:
     case Rows::kSelected: return batch_.num_seqs();
     case Rows::kPersistent: return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).fixed_rows;
+    case Rows::kWindows:
+      check(batch_.num_tokens() % plan::kWindowTokens == 0, "cpu executor: window rows of ", plan::kWindowTokens,
+            " tokens need a token count divisible by it, not ", batch_.num_tokens());
+      return batch_.num_tokens() / plan::kWindowTokens;
   }
   return 0;
 }
@@ -187,6 +192,11 @@ void CpuExecutor::execute(const plan::Step& step) {
             a.group = op.group;
             ops::check_layernorm(a, step.name.c_str());
             ops::layernorm_cpu(a, pool_);
+            if (op.act != Activation::kNone)  // out = act(out), row by row
+              pool_.parallel_for(a.rows, 16, [&](std::size_t r0, std::size_t r1) {
+                ops::bias_activation_cpu(
+                    {ops::f32_view(ptr(op.out) + r0 * ld(op.out), ld(op.out)), {}, r1 - r0, op.out.cols, op.act});
+              });
           },
           [&](const plan::GluStep& op) {
             check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
@@ -283,8 +293,9 @@ void CpuExecutor::execute(const plan::Step& step) {
             ops::gemm_packed_cpu({tensor(op.patches), &packed_.at(op.w), weight(op.bias), tensor(op.out), n,
                                   Activation::kNone},
                                  pool_);
-            ops::add_position_cpu({batch_.positions.data(), n, op.out.cols, weight(op.position), tensor(op.out)},
-                                  pool_);
+            if (op.position != plan::kNoWeight)  // towers with rotary positions (GLM-OCR) have no table
+              ops::add_position_cpu({batch_.positions.data(), n, op.out.cols, weight(op.position), tensor(op.out)},
+                                    pool_);
           },
           [&](const plan::ProbeAttentionStep& op) {
             check(!selected(op.k) && !selected(op.v), "probe_attention ", step.name, ": keys must be token rows");

@@ -52,7 +52,12 @@ void CudaExecutor::execute(const plan::Step& step) {
                             num_tokens_, stream_);
           },
           [&](const plan::GemmStep& op) { gemm_->run(gemm_args(step.name, op), stream_); },
-          [&](const plan::LayerNormStep& op) { ops::layernorm_cuda(norm_args(step.name, op), stream_); },
+          [&](const plan::LayerNormStep& op) {
+            const ops::LayerNormArgs a = norm_args(step.name, op);
+            ops::layernorm_cuda(a, stream_);
+            if (op.act != Activation::kNone)  // out = act(out), in place
+              ops::bias_activation_cuda({a.out, {}, a.rows, op.out.cols, op.act}, stream_);
+          },
           [&](const plan::GluStep& op) {
             check(op.x.cols == 2 * op.out.cols, "glu ", step.name, ": input of ", op.x.cols,
                   " columns for an output of ", op.out.cols);
@@ -153,9 +158,11 @@ void CudaExecutor::execute(const plan::Step& step) {
             g.bias = op.bias;
             g.y = op.out;
             gemm_->run(gemm_args(step.name, g), stream_);
-            check(d_positions_ != nullptr, "patch_embed ", step.name, ": no positions uploaded");
-            ops::add_position_cuda({d_positions_, n, op.out.cols, weight(op.position, type_of(op.out)), tensor(op.out)},
-                                   stream_);
+            if (op.position != plan::kNoWeight) {  // towers with rotary positions (GLM-OCR) have no table
+              check(d_positions_ != nullptr, "patch_embed ", step.name, ": no positions uploaded");
+              ops::add_position_cuda({d_positions_, n, op.out.cols, weight(op.position, type_of(op.out)), tensor(op.out)},
+                                     stream_);
+            }
           },
           [&](const plan::ProbeAttentionStep& op) {
             check(!selected(op.k) && !selected(op.v), "probe_attention ", step.name, ": keys must be token rows");

@@ -449,6 +449,12 @@ std::size_t CudaExecutor::rows(const View& v) const {
     case Rows::kSequences:
     case Rows::kSelected: return num_seqs_;
     case Rows::kPersistent: return plan_.buffers().at(static_cast<std::size_t>(v.buffer)).fixed_rows;
+    case Rows::kWindows:
+      // The launched token rows may be padded to a bucket; their windows, rounded down, still
+      // cover every real window (real tokens are a multiple of kWindowTokens).
+      check(real_tokens_ % plan::kWindowTokens == 0, "cuda executor: window rows of ", plan::kWindowTokens,
+            " tokens need a token count divisible by it, not ", real_tokens_);
+      return num_tokens_ / plan::kWindowTokens;
   }
   return 0;
 }
@@ -496,6 +502,7 @@ void CudaExecutor::read(const View& view, float* dst) {
     case Rows::kSequences:
     case Rows::kSelected: n = real_seqs_; break;
     case Rows::kPersistent: n = plan_.buffers().at(static_cast<std::size_t>(view.buffer)).fixed_rows; break;
+    case Rows::kWindows: n = real_tokens_ / plan::kWindowTokens; break;
   }
   if (n == 0 || view.cols == 0) return;
   IL_CUDA_CHECK(cudaSetDevice(device_));
