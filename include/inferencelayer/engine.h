@@ -202,6 +202,9 @@ class Engine {
   // as the KV cache has room and leave as they finish), calling on_token for each new token.
   virtual std::vector<GenerationResult> generate(const std::vector<GenerationRequest>& requests,
                                                  const TokenCallback& on_token = {});
+  // The checks generate() makes of one request (ids, images, options, whether it can ever fit the
+  // KV cache), alone: throws il::Error saying what is wrong.
+  virtual void check_generation_request(const GenerationRequest& request);
   // The vision tower's output rows for images (what a multimodal prompt's image tokens take),
   // one matrix per image.
   virtual std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images);

@@ -191,6 +191,7 @@ void run_generate(const GenerateArgs& a) {
     const nlohmann::json j = parse_json_object(line, w);
     try {
       chunk.push_back(parse_line(j, w, a, info));
+      engine->check_generation_request(chunk.back());
     } catch (const Error& e) {
       throw input_error(w, e.what());
     }

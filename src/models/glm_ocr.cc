@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "models/folder.h"
 #include "models/generation_config.h"
+#include "models/glm_ocr_prompt.h"
 #include "models/glm_ocr_vision.h"
 #include "models/layers.h"
 
@@ -173,6 +174,19 @@ BuiltModel describe(const GlmOcrConfig& c) {
   GenerationSpec& g = *m.generation;
   g.image_token = c.image_token_id;
   g.position_axes = 3;
+  // transformers' get_rope_index, from the image runs the ids hold (mm_token_type_ids 1 exactly
+  // on the image tokens, as the processor makes them).
+  const int32_t image = c.image_token_id;
+  g.prompt_positions = [image](std::span<const int32_t> ids, std::span<const std::array<int, 3>> grids) {
+    std::vector<std::uint8_t> types(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) types[i] = ids[i] == image ? 1 : 0;
+    const std::size_t merge = 2;  // GlmOcrVisionConfig's spatial merge (checked in build_vision)
+    MropePositions m = glm_ocr_rope_index(types, grids, merge);
+    PromptPositions p;
+    p.delta = m.delta;
+    for (const auto& axis : m.axes) p.axes.insert(p.axes.end(), axis.begin(), axis.end());
+    return p;
+  };
   g.max_positions = static_cast<std::size_t>(c.text.max_positions);
   return m;
 }
@@ -181,6 +195,8 @@ BuiltModel describe(const GlmOcrConfig& c) {
 // injects at the image tokens.
 void build_vision(BuiltModel& m, const GlmOcrConfig& c, const WeightSource& src) {
   const GlmOcrVisionConfig vc = parse_glm_ocr_vision_config(c.vision, "config.json (vision_config)");
+  check(vc.merge == 2, "config.json: vision_config.spatial_merge_size ", vc.merge,
+        " is not supported (GLM-OCR merges 2 x 2 patches)");
   check(vc.out_hidden == c.text.hidden, "config.json: vision_config.out_hidden_size (", vc.out_hidden,
         ") must equal text_config.hidden_size (", c.text.hidden, "): the merger's rows replace token embeddings");
   GenerationSpec& g = *m.generation;

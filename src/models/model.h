@@ -3,7 +3,11 @@
 // the runtime, CLI, bench and server read this.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,6 +53,14 @@ struct ImageGeometry {
 // over the cache), both ending in the final norm's token rows; "logits" (each sequence's last
 // row → output "logits", vocab columns, sequence rows); with images, "vision" (the batch's patch
 // rows → `image_rows`, which "prefill" injects at the image tokens).
+// A prompt's rotary positions: axes × length values, axis-major (plan::Batch::rope_positions'
+// layout), and the offset of the tokens generated after it (the token at cache index i sits at
+// i + delta on every axis).
+struct PromptPositions {
+  std::vector<int32_t> axes;
+  int32_t delta = 0;
+};
+
 struct GenerationSpec {
   // Persistent KV cache buffers, one per layer (keys in the first half of the columns, values in
   // the second); the runtime gives them their rows (plan::Plan::set_fixed_rows) before building
@@ -66,6 +78,10 @@ struct GenerationSpec {
   // Rotary positions: 3 axes (M-RoPE, text and image tokens numbered as GlmOcrModel.get_rope_index
   // does) or 1.
   std::size_t position_axes = 1;
+  // With 3 axes: how a prompt's tokens are numbered from its ids and its images' [t, h, w] grids
+  // (the model's rule; throws il::Error when the ids' image runs and the grids disagree).
+  std::function<PromptPositions(std::span<const int32_t> ids, std::span<const std::array<int, 3>> grids)>
+      prompt_positions;
   std::size_t spatial_merge = 1;
   // Pixel inputs of the vision program: one row of patch_dim values per patch (the processor's
   // pixel_values), images as [t, h, w] grids of patches.

@@ -335,6 +335,8 @@ class LocalEngine final : public Engine {
     return out;
   }
 
+  void check_generation_request(const GenerationRequest& request) override { generator().validate(request); }
+
   std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images) override {
     return generator().vision_rows(images);
   }
@@ -597,6 +599,8 @@ std::vector<Matrix> Engine::image_hidden_states(const std::vector<ImageInput>&) 
 std::vector<GenerationResult> Engine::generate(const std::vector<GenerationRequest>&, const TokenCallback&) {
   throw Error("this model does not generate text");
 }
+
+void Engine::check_generation_request(const GenerationRequest&) { throw Error("this model does not generate text"); }
 
 std::vector<Matrix> Engine::vision_rows(const std::vector<PatchImage>&) {
   throw Error("this model has no vision tower for generation");

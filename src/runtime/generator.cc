@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "runtime/glm_ocr_vision_batch.h"
-#include "runtime/rope_positions.h"
 
 namespace il::runtime {
 namespace {
@@ -82,7 +81,7 @@ void Generator::validate(const GenerationRequest& r) const {
   if (spec_.position_axes == 3) {
     std::vector<std::array<int, 3>> grids;
     for (const PatchImage& im : r.images) grids.push_back(im.grid_thw);
-    (void)mrope_positions(r.input_ids, spec_.image_token, grids, spec_.spatial_merge);  // throws on a mismatch
+    (void)spec_.prompt_positions(r.input_ids, grids);  // throws on a mismatch
   } else {
     check(r.images.empty(), "this model takes no images");
   }
@@ -165,7 +164,7 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
     if (mrope) {
       std::vector<std::array<int, 3>> grids;
       for (const PatchImage& im : s->request.images) grids.push_back(im.grid_thw);
-      const PromptPositions p = mrope_positions(ids, spec_.image_token, grids, spec_.spatial_merge);
+      const models::PromptPositions p = spec_.prompt_positions(ids, grids);
       for (std::size_t a = 0; a < 3; ++a)
         axes[a].insert(axes[a].end(), p.axes.begin() + static_cast<std::ptrdiff_t>(a * ids.size()),
                        p.axes.begin() + static_cast<std::ptrdiff_t>((a + 1) * ids.size()));

@@ -7,60 +7,14 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "fixture.h"
+#include "glm_ocr_fixture.h"
 #include "inferencelayer/engine.h"
 
 namespace il::test {
 namespace {
-
-struct GlmCase {
-  std::string name;
-  GenerationRequest request;
-  std::vector<float> vision, last_logits;
-  std::vector<int32_t> greedy, greedy_rp, greedy_nr;
-};
-
-std::vector<GlmCase> load_cases() {
-  std::ifstream in(fixtures_root() / "glm-ocr" / "expected.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::vector<GlmCase> out;
-  for (const auto& c : j.at("cases")) {
-    GlmCase g;
-    g.name = c.at("name").get<std::string>();
-    g.request.input_ids = c.at("input_ids").get<std::vector<int32_t>>();
-    if (c.contains("pixel_values")) {
-      const auto rows = c.at("pixel_values").get<std::vector<std::vector<float>>>();
-      std::size_t next = 0;
-      for (const auto& thw : c.at("image_grid_thw")) {
-        PatchImage im;
-        for (int k = 0; k < 3; ++k) im.grid_thw[static_cast<std::size_t>(k)] = thw.at(static_cast<std::size_t>(k)).get<int>();
-        const std::size_t n = static_cast<std::size_t>(im.grid_thw[0] * im.grid_thw[1] * im.grid_thw[2]);
-        im.patch_dim = rows.at(0).size();
-        for (std::size_t i = 0; i < n; ++i) im.rows.insert(im.rows.end(), rows.at(next + i).begin(), rows.at(next + i).end());
-        next += n;
-        g.request.images.push_back(std::move(im));
-      }
-      for (const auto& r : c.at("vision")) {
-        const auto row = r.get<std::vector<float>>();
-        g.vision.insert(g.vision.end(), row.begin(), row.end());
-      }
-    }
-    g.last_logits = c.at("last_logits").get<std::vector<float>>();
-    g.greedy = c.at("greedy").get<std::vector<int32_t>>();
-    g.greedy_rp = c.at("greedy_repetition_penalty_1_3").get<std::vector<int32_t>>();
-    g.greedy_nr = c.at("greedy_no_repeat_ngram_2").get<std::vector<int32_t>>();
-    // transformers generated with eos_token_id=None: no stop id, 20 tokens.
-    g.request.options.max_new_tokens = g.greedy.size();
-    g.request.options.stop_ids = std::vector<int32_t>{};
-    out.push_back(std::move(g));
-  }
-  return out;
-}
 
 // Pages of 4 tokens, so every prompt spans several pages and the decode steps cross page ends.
 std::unique_ptr<Engine> load(std::size_t kv_tokens = 512) {
@@ -75,12 +29,6 @@ double max_abs(const std::vector<float>& a, const float* b) {
   double m = 0;
   for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
   return m;
-}
-
-std::vector<GenerationRequest> requests(const std::vector<GlmCase>& cases) {
-  std::vector<GenerationRequest> r;
-  for (const GlmCase& c : cases) r.push_back(c.request);
-  return r;
 }
 
 TEST(GlmOcr, DescribesItselfAndIgnoresTheMtpLayer) {
@@ -100,7 +48,7 @@ TEST(GlmOcr, DescribesItselfAndIgnoresTheMtpLayer) {
 TEST(GlmOcr, VisionRowsMatchTransformers) {
   auto e = load();
   std::size_t checked = 0;
-  for (const GlmCase& c : load_cases()) {
+  for (const GlmCase& c : load_glm_cases()) {
     if (c.request.images.empty()) continue;
     const std::vector<Matrix> rows = e->vision_rows(c.request.images);
     std::vector<float> got;
@@ -116,8 +64,8 @@ TEST(GlmOcr, VisionRowsMatchTransformers) {
 
 TEST(GlmOcr, LastLogitsMatchTransformers) {
   auto e = load();
-  const std::vector<GlmCase> cases = load_cases();
-  const Matrix logits = e->prompt_logits(requests(cases));
+  const std::vector<GlmCase> cases = load_glm_cases();
+  const Matrix logits = e->prompt_logits(glm_requests(cases));
   ASSERT_EQ(logits.rows, cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
     ASSERT_EQ(logits.cols, cases[i].last_logits.size());
@@ -129,8 +77,8 @@ TEST(GlmOcr, LastLogitsMatchTransformers) {
 
 TEST(GlmOcr, GreedyTokensMatchTransformersGeneratedTogether) {
   auto e = load();
-  const std::vector<GlmCase> cases = load_cases();
-  const std::vector<GenerationResult> got = e->generate(requests(cases));
+  const std::vector<GlmCase> cases = load_glm_cases();
+  const std::vector<GenerationResult> got = e->generate(glm_requests(cases));
   ASSERT_EQ(got.size(), cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
@@ -141,8 +89,8 @@ TEST(GlmOcr, GreedyTokensMatchTransformersGeneratedTogether) {
 
 TEST(GlmOcr, RepetitionPenaltyAndNoRepeatNgramMatchTransformers) {
   auto e = load();
-  std::vector<GlmCase> cases = load_cases();
-  std::vector<GenerationRequest> rp = requests(cases), nr = requests(cases);
+  std::vector<GlmCase> cases = load_glm_cases();
+  std::vector<GenerationRequest> rp = glm_requests(cases), nr = glm_requests(cases);
   for (auto& r : rp) r.options.repetition_penalty = 1.3f;
   for (auto& r : nr) r.options.no_repeat_ngram = 2;  // the whole sequence: transformers' rule
   const auto got_rp = e->generate(rp);
@@ -157,9 +105,9 @@ TEST(GlmOcr, RepetitionPenaltyAndNoRepeatNgramMatchTransformers) {
 // tokens): the others wait in the queue and join as pages free; the tokens are the same.
 TEST(GlmOcr, SequencesQueueForTheCacheAndJoinAsItFrees) {
   auto e = load(48);
-  const std::vector<GlmCase> cases = load_cases();
+  const std::vector<GlmCase> cases = load_glm_cases();
   std::vector<std::size_t> order;
-  const auto got = e->generate(requests(cases), [&](std::size_t r, int32_t, const std::string&) {
+  const auto got = e->generate(glm_requests(cases), [&](std::size_t r, int32_t, const std::string&) {
     if (order.empty() || order.back() != r) order.push_back(r);
   });
   for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
@@ -168,7 +116,7 @@ TEST(GlmOcr, SequencesQueueForTheCacheAndJoinAsItFrees) {
 
 TEST(GlmOcr, StopsOnAnyOfItsStopIds) {
   auto e = load();
-  const std::vector<GlmCase> cases = load_cases();
+  const std::vector<GlmCase> cases = load_glm_cases();
   const GlmCase& c = cases.at(0);
   GenerationRequest r = c.request;
   r.options.stop_ids = std::vector<int32_t>{c.greedy.at(9), c.greedy.at(5)};
@@ -187,7 +135,7 @@ TEST(GlmOcr, StopsOnAnyOfItsStopIds) {
 
 TEST(GlmOcr, RefusesBadRequestsAndStaysUsable) {
   auto e = load();
-  const std::vector<GlmCase> cases = load_cases();
+  const std::vector<GlmCase> cases = load_glm_cases();
   GenerationRequest bad = cases.at(0).request;
   bad.images.at(0).grid_thw = {1, 4, 4};  // 4 image tokens, the prompt holds 6
   bad.images.at(0).rows.resize(16 * bad.images.at(0).patch_dim);

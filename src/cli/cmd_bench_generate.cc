@@ -1,0 +1,155 @@
+// `inferencelayer bench-generate`: generation speed of a multimodal generating model (GLM-OCR)
+// with random weights from a config alone: P pages of a given patch grid (random pixel rows, the
+// prompt GLM-OCR's processor builds around them), each generating exactly N new tokens (no stop
+// id, so random weights cannot stop early), all submitted together and decoded in flight. Prints
+// per point: the mean time to first token, the aggregate decode rate, the wall time and pages per
+// minute. bench/torch_glm_ocr_bench.py times transformers' generate the same way. Timed numbers
+// belong in docs/perf.md, never in tests.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "core/error.h"
+#include "io/json_util.h"
+
+namespace il::cli {
+namespace {
+
+struct BenchGenerateArgs {
+  std::string config;
+  std::string device = "cuda";
+  std::string dtype = "bf16";
+  std::string grid = "72x100";  // patch rows x columns of one page (1000 x 1400 pixels at patch 14)
+  std::string pages = "1,64";
+  std::size_t new_tokens = 128;
+  std::size_t threads = 0;
+  std::size_t max_batch_tokens = 16384;
+  std::size_t kv_cache_tokens = 0;
+  int warmup = 1;
+  bool json = false;
+};
+
+std::vector<std::size_t> parse_list(const std::string& s, const char* what) {
+  std::vector<std::size_t> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    try {
+      const long long v = std::stoll(item);
+      if (v < 1) throw std::invalid_argument("");
+      out.push_back(static_cast<std::size_t>(v));
+    } catch (const std::exception&) {
+      throw UsageError(std::string(what) + ": '" + item + "' is not a positive integer");
+    }
+  }
+  if (out.empty()) throw UsageError(std::string(what) + " is empty");
+  return out;
+}
+
+void run(const BenchGenerateArgs& a) {
+  if (a.config.empty()) throw UsageError("--config is required");
+  const nlohmann::json cfg = io::read_json_file(a.config);
+  const int image_token = cfg.value("image_token_id", 59280), start = cfg.value("image_start_token_id", 59256),
+            end = cfg.value("image_end_token_id", 59257);
+  const auto& vc = cfg.at("vision_config");
+  const int patch = vc.value("patch_size", 14), temporal = vc.value("temporal_patch_size", 2),
+            merge = vc.value("spatial_merge_size", 2), channels = vc.value("in_channels", 3);
+  const std::size_t x = a.grid.find('x');
+  if (x == std::string::npos) throw UsageError("--grid: expected ROWSxCOLS");
+  const std::size_t gh = parse_list(a.grid.substr(0, x), "--grid")[0], gw = parse_list(a.grid.substr(x + 1), "--grid")[0];
+  if (gh % static_cast<std::size_t>(merge) || gw % static_cast<std::size_t>(merge))
+    throw UsageError("--grid: rows and columns must be multiples of the merge size");
+  EngineOptions o;
+  o.device = a.device;
+  o.dtype = a.dtype;
+  o.threads = a.threads;
+  o.max_batch_tokens = a.max_batch_tokens;
+  o.kv_cache_tokens = a.kv_cache_tokens;
+  auto engine = Engine::load_random(a.config, "", o);
+
+  // One page: random normalised pixel rows, the prompt [gMASK]<sop><|user|>\n <image run>
+  // "Text Recognition:"<|assistant|>\n with stand-in text ids.
+  const std::size_t patch_dim = static_cast<std::size_t>(channels * temporal * patch * patch);
+  PatchImage page;
+  page.grid_thw = {1, static_cast<int>(gh), static_cast<int>(gw)};
+  page.patch_dim = patch_dim;
+  page.rows.resize(gh * gw * patch_dim);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.79f, 2.15f);  // CLIP-normalised pixel range
+  for (float& v : page.rows) v = u(rng);
+  GenerationRequest r;
+  r.input_ids = {59248, 59250, 59253, 198, start};
+  r.input_ids.insert(r.input_ids.end(), gh * gw / static_cast<std::size_t>(merge * merge), image_token);
+  r.input_ids.insert(r.input_ids.end(), {end, 1178, 47473, 25, 59254, 198});
+  r.images.push_back(page);
+  r.options.max_new_tokens = a.new_tokens;
+  r.options.stop_ids = std::vector<int32_t>{};
+
+  for (std::size_t pages : parse_list(a.pages, "--pages")) {
+    const std::vector<GenerationRequest> requests(pages, r);
+    for (int w = 0; w < a.warmup; ++w) (void)engine->generate(requests);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<GenerationResult> res = engine->generate(requests);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double ttft = 0, decode = 0;
+    std::size_t tokens = 0;
+    for (const GenerationResult& g : res) {
+      ttft += g.prefill_ms / static_cast<double>(pages);
+      decode = std::max(decode, g.decode_ms);
+      tokens += g.tokens.size();
+    }
+    // Decode rate: the tokens after each first one, over the longest first-to-last span.
+    const double rate = decode > 0 ? static_cast<double>(tokens - pages) / (decode / 1000.0) : 0.0;
+    if (a.json) {
+      nlohmann::ordered_json j;
+      j["engine"] = "inferencelayer";
+      j["device"] = engine->info().backend;
+      j["dtype"] = engine->info().compute_dtype;
+      j["pages"] = pages;
+      j["grid"] = a.grid;
+      j["prompt_tokens"] = r.input_ids.size();
+      j["new_tokens"] = a.new_tokens;
+      j["ttft_ms_mean"] = ttft;
+      j["decode_tokens_per_s"] = rate;
+      j["wall_s"] = wall;
+      j["pages_per_min"] = static_cast<double>(pages) / wall * 60.0;
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("%zu page(s) of %s patches (%zu prompt tokens), %zu new tokens each: time to first token %.1f ms "
+                  "(mean), decode %.0f tokens/s, wall %.2f s, %.1f pages/min\n",
+                  pages, a.grid.c_str(), r.input_ids.size(), a.new_tokens, ttft, rate, wall,
+                  static_cast<double>(pages) / wall * 60.0);
+    }
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+Command add_bench_generate_command(CLI::App& app) {
+  auto a = std::make_shared<BenchGenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("bench-generate",
+                                     "Time generation (time to first token, decode tokens/s) with random weights");
+  cmd->add_option("--config", a->config, "config.json of a generating model (random weights)")->required();
+  cmd->add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "f32, f16, bf16 (CUDA) or auto")->capture_default_str();
+  cmd->add_option("--grid", a->grid, "A page's patch grid, ROWSxCOLS")->capture_default_str();
+  cmd->add_option("--pages", a->pages, "Comma-separated page counts in flight")->capture_default_str();
+  cmd->add_option("--new-tokens", a->new_tokens, "New tokens per page (forced: no stop id)")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = one per hardware thread)")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget of one forward")->capture_default_str();
+  cmd->add_option("--kv-cache-tokens", a->kv_cache_tokens, "KV cache budget (0 = the device default)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Untimed runs per point")->capture_default_str();
+  cmd->add_flag("--json", a->json, "One JSON line per point");
+  return {cmd, [a]() { run(*a); }};
+}
+
+}  // namespace il::cli
