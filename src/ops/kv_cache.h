@@ -35,6 +35,10 @@ struct CachedAttentionArgs {
   std::size_t page_size = 0;
   std::size_t heads = 0, kv_heads = 0, head_dim = 0;
   float scale = 1.0f;
+  // CUDA: scratch for splitting each token's entries over several blocks (cached_attention_splits
+  // says how many fit); null: one block per token and head. The CPU op ignores it.
+  float* workspace = nullptr;
+  std::size_t workspace_floats = 0;
 };
 
 // out[t, :cols] = src[rows_of[t], :cols] for t < rows where rows_of[t] ≥ 0.

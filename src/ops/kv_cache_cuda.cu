@@ -3,11 +3,15 @@
 // kv_write / inject_rows: one block per row, a plain strided copy (rows whose index is negative,
 // the padding of a bucketed launch, are skipped).
 //
-// cached_attention: one block per (token, query head), four warps. Each warp takes every fourth
-// cache entry: the lanes hold the query's head_dim values (VPL per lane), a warp-wide dot product
-// gives the score, and the warp keeps its own running maximum, sum and weighted value sum (the
-// online softmax); the four are merged at the end. Arithmetic in f32 whatever the cache's type.
-// A token whose cache length is 0 (bucket padding) writes zeros.
+// cached_attention: one block per (token, query head, split of the entries), four warps. The
+// entries a token reads are cut into `splits` equal runs (flash-decoding): a decode step of one
+// sequence would otherwise run only `heads` blocks, each walking thousands of entries. Each warp
+// takes every fourth entry of its block's run: the lanes hold the query's head_dim values (VPL per
+// lane), a warp-wide dot product gives the score, and the warp keeps its own running maximum, sum
+// and weighted value sum (the online softmax); the four are merged in the block. With one split
+// the block writes the output; with several it writes its (maximum, sum, weighted sum) to the
+// workspace and a second kernel merges the splits of each (token, head). Arithmetic in f32
+// whatever the cache's type. A token whose cache length is 0 (bucket padding) writes zeros.
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +25,7 @@ namespace il::ops {
 namespace {
 
 constexpr int kWarps = 4;
+constexpr std::size_t kMaxSplits = 32;
 
 template <typename T>
 __global__ void copy_rows_kernel(const T* src, std::size_t lds, T* dst, std::size_t ldd, const int32_t* index,
@@ -58,18 +63,31 @@ struct CachedParams {
   const int32_t* pages;
   int page_size, heads, group, head_dim;
   float scale;
+  int splits;
+  float* workspace;  // splits > 1: per (token, head, split) head_dim values, then the max and sum
 };
 
 template <typename T, int VPL>
 __global__ void cached_attention_kernel(CachedParams p) {
   pdl::wait_for_predecessor();
-  const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
+  const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z);
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int n = p.lengths[t];
   T* out = static_cast<T*>(p.out) + static_cast<std::size_t>(t) * p.ldo + static_cast<std::size_t>(h) * p.head_dim;
-  if (n <= 0) {
-    for (int d = static_cast<int>(threadIdx.x); d < p.head_dim; d += static_cast<int>(blockDim.x))
-      elem::store(out + d, 0.0f);
+  // This block's run of entries [j0, j1).
+  const int per = (n + p.splits - 1) / p.splits;
+  const int j0 = min(n, split * per), j1 = min(n, j0 + per);
+  float* ws = p.splits > 1 ? p.workspace + ((static_cast<std::size_t>(t) * p.heads + h) * p.splits + split) *
+                                               (static_cast<std::size_t>(p.head_dim) + 2)
+                           : nullptr;
+  if (n <= 0 || j0 >= j1) {
+    if (p.splits == 1) {
+      for (int d = static_cast<int>(threadIdx.x); d < p.head_dim; d += static_cast<int>(blockDim.x))
+        elem::store(out + d, 0.0f);
+    } else if (threadIdx.x == 0) {
+      ws[p.head_dim] = -INFINITY;  // an empty run: weight 0 in the merge
+      ws[p.head_dim + 1] = 0.0f;
+    }
     return;
   }
   // The token's sequence: the last start not past it.
@@ -92,7 +110,7 @@ __global__ void cached_attention_kernel(CachedParams p) {
   float m = -INFINITY, l = 0.0f;
   const T* kb = static_cast<const T*>(p.k) + static_cast<std::size_t>(kvh) * p.head_dim;
   const T* vb = static_cast<const T*>(p.v) + static_cast<std::size_t>(kvh) * p.head_dim;
-  for (int j = warp; j < n; j += kWarps) {
+  for (int j = j0 + warp; j < j1; j += kWarps) {
     const std::size_t row = static_cast<std::size_t>(pages[j / p.page_size]) * p.page_size + j % p.page_size;
     const T* kr = kb + row * p.ldk;
     float s = 0.0f;
@@ -138,6 +156,41 @@ __global__ void cached_attention_kernel(CachedParams p) {
     float o = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) o += sm_acc[w][d] * f[w];
+    if (p.splits == 1) elem::store(out + d, o / total);
+    else ws[d] = o;
+  }
+  if (p.splits > 1 && threadIdx.x == 0) {
+    ws[p.head_dim] = mx;
+    ws[p.head_dim + 1] = total;
+  }
+}
+
+// Merges the splits of one (token, head): each split's sums scaled to the common maximum.
+template <typename T>
+__global__ void merge_splits_kernel(CachedParams p) {
+  pdl::wait_for_predecessor();
+  const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
+  T* out = static_cast<T*>(p.out) + static_cast<std::size_t>(t) * p.ldo + static_cast<std::size_t>(h) * p.head_dim;
+  const float* ws = p.workspace + (static_cast<std::size_t>(t) * p.heads + h) * p.splits * (p.head_dim + 2);
+  const std::size_t stride = static_cast<std::size_t>(p.head_dim) + 2;
+  float mx = -INFINITY;
+  for (int s = 0; s < p.splits; ++s) mx = fmaxf(mx, ws[s * stride + p.head_dim]);
+  if (mx == -INFINITY) {  // no entries (padding token)
+    for (int d = static_cast<int>(threadIdx.x); d < p.head_dim; d += static_cast<int>(blockDim.x))
+      elem::store(out + d, 0.0f);
+    return;
+  }
+  float total = 0.0f;
+  for (int s = 0; s < p.splits; ++s) {
+    const float m = ws[s * stride + p.head_dim];
+    if (m != -INFINITY) total += ws[s * stride + p.head_dim + 1] * __expf(m - mx);
+  }
+  for (int d = static_cast<int>(threadIdx.x); d < p.head_dim; d += static_cast<int>(blockDim.x)) {
+    float o = 0.0f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float m = ws[s * stride + p.head_dim];
+      if (m != -INFINITY) o += ws[s * stride + d] * __expf(m - mx);
+    }
     elem::store(out + d, o / total);
   }
 }
@@ -163,15 +216,34 @@ void launch_cached(const CachedAttentionArgs& a, std::size_t tokens, cudaStream_
   p.group = static_cast<int>(a.heads / a.kv_heads);
   p.head_dim = static_cast<int>(a.head_dim);
   p.scale = a.scale;
-  const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(a.heads));
+  // Splits from the launched token count alone (a host value in the graph key), never past what
+  // the workspace holds.
+  p.splits = a.workspace != nullptr ? static_cast<int>(cached_attention_splits(tokens, a.heads, a.head_dim,
+                                                                               a.workspace_floats))
+                                    : 1;
+  p.workspace = a.workspace;
+  const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(a.heads), static_cast<unsigned>(p.splits));
   const int vpl = static_cast<int>((a.head_dim + 31) / 32);
   if (vpl <= 1) pdl::launch(cached_attention_kernel<T, 1>, grid, kWarps * 32, 0, stream, p);
   else if (vpl <= 2) pdl::launch(cached_attention_kernel<T, 2>, grid, kWarps * 32, 0, stream, p);
   else if (vpl <= 4) pdl::launch(cached_attention_kernel<T, 4>, grid, kWarps * 32, 0, stream, p);
   else pdl::launch(cached_attention_kernel<T, 8>, grid, kWarps * 32, 0, stream, p);
+  if (p.splits > 1)
+    pdl::launch(merge_splits_kernel<T>, dim3(static_cast<unsigned>(tokens), static_cast<unsigned>(a.heads)), 128, 0,
+                stream, p);
 }
 
 }  // namespace
+
+std::size_t cached_attention_splits(std::size_t tokens, std::size_t heads, std::size_t head_dim,
+                                    std::size_t workspace_floats) {
+  // Enough blocks to fill the device (about 4 per SM of an H100 / H200) when few tokens decode;
+  // one split when the tokens and heads already make that many.
+  const std::size_t blocks = std::max<std::size_t>(tokens * heads, 1);
+  std::size_t splits = std::min<std::size_t>(kMaxSplits, (512 + blocks - 1) / blocks);
+  while (splits > 1 && tokens * heads * splits * (head_dim + 2) > workspace_floats) splits /= 2;
+  return std::max<std::size_t>(splits, 1);
+}
 
 void kv_write_cuda(const KvWriteArgs& a, cudaStream_t stream) {
   check(a.k.dtype == a.k_cache.dtype && a.v.dtype == a.v_cache.dtype, "kv_write: the cache's type differs");

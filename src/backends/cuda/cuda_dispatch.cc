@@ -203,6 +203,8 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.kv_heads = op.kv_heads;
             a.head_dim = op.head_dim;
             a.scale = op.scale;
+            a.workspace = reinterpret_cast<float*>(attn_workspace_.get());
+            a.workspace_floats = attn_workspace_floats_;
             ops::cached_attention_cuda(a, num_tokens_, stream_);
           },
           [&](const plan::InjectRowsStep& op) {

@@ -155,6 +155,14 @@ void CudaExecutor::allocate(plan::Plan& plan) {
         if (const auto* r = std::get_if<plan::InjectRowsStep>(&step.op))
           gen_inject_rows_ = std::min(gen_inject_rows_, rows_of(r->src));
       }
+    std::size_t widest = 0;
+    for (const std::string& name : plan.program_names())
+      for (const plan::Step& step : plan.program(name))
+        if (const auto* c = std::get_if<plan::CachedAttentionStep>(&step.op)) widest = std::max(widest, c->head_dim);
+    if (widest > 0) {
+      attn_workspace_floats_ = 1024 * (widest + 2);
+      attn_workspace_ = DeviceMemory(attn_workspace_floats_ * sizeof(float));
+    }
     const std::size_t ints = 4 * max_tokens_ + 1 + gen_pages_cap_;
     gen_arena_ = DeviceMemory(ints * sizeof(int32_t));
     gen_staging_ = PinnedMemory(ints * sizeof(int32_t));

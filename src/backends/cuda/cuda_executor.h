@@ -130,6 +130,10 @@ class CudaExecutor final : public plan::Executor {
   // most pages a batch may list (a cache's rows).
   bool generation_ = false;
   DeviceMemory gen_arena_;
+  // Cached attention's split workspace (ops::cached_attention_splits): room for fewer than 1,024
+  // (token, head, split) partial results of the widest head.
+  DeviceMemory attn_workspace_;
+  std::size_t attn_workspace_floats_ = 0;
   PinnedMemory gen_staging_;
   std::size_t gen_pages_cap_ = 0;
   std::size_t gen_cache_rows_ = SIZE_MAX, gen_inject_rows_ = SIZE_MAX;  // rows a batch may address
