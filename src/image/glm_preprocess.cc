@@ -7,14 +7,14 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "image/processor_fields.h"
 #include "io/json_util.h"
 
 namespace il::image {
 namespace {
 
 using nlohmann::json;
-
-std::string shown(const json& v) { return io::describe_json(v); }
+using detail::shown;
 
 // Upper bounds that keep a hostile file from asking for enormous allocations: the largest budget
 // any GLM-V release uses is 71372800 (the GLM-OCR SDK's max_pixels); allow 4x that.
@@ -22,43 +22,6 @@ constexpr long long kMaxPixelsLimit = 4LL * 71372800;
 // After smart_resize an image has at most max(max_pixels, upscaled-to-min_pixels) pixels per
 // frame; refuse anything above this many per frame.
 constexpr std::size_t kMaxResizedPixels = static_cast<std::size_t>(kMaxPixelsLimit);
-
-std::string_view without_suffix(std::string_view type) {
-  for (std::string_view suffix : {"Fast", "Pil"}) {
-    if (type.size() > suffix.size() && type.substr(type.size() - suffix.size()) == suffix) {
-      type.remove_suffix(suffix.size());
-      break;
-    }
-  }
-  return type;
-}
-
-bool as_bool(const json& obj, const char* key, bool fallback, const std::string& source) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return fallback;
-  check(it->is_boolean(), source, ": ", key, " must be true or false (got ", shown(*it), ")");
-  return it->get<bool>();
-}
-
-std::array<double, 3> per_channel(const json& obj, const char* key, std::array<double, 3> fallback,
-                                  const std::string& source) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return fallback;
-  if (it->is_number()) {
-    const double v = it->get<double>();
-    check(std::isfinite(v), source, ": ", key, " must be finite (got ", shown(*it), ")");
-    return {v, v, v};
-  }
-  check(it->is_array() && it->size() == 3, source, ": ", key, " must be a number or a list of 3 numbers (got ",
-        shown(*it), ")");
-  std::array<double, 3> out{};
-  for (std::size_t c = 0; c < 3; ++c) {
-    check((*it)[c].is_number() && std::isfinite((*it)[c].get<double>()), source, ": ", key, "[", c,
-          "] must be a finite number (got ", shown((*it)[c]), ")");
-    out[c] = (*it)[c].get<double>();
-  }
-  return out;
-}
 
 std::size_t int_field(const json& obj, const char* key, std::size_t fallback, long long lo, long long hi,
                       const std::string& source) {
@@ -98,7 +61,7 @@ long long py_round(double v) {
 }  // namespace
 
 bool is_glm_image_processor_type(std::string_view type) {
-  type = without_suffix(type);
+  type = detail::without_backend_suffix(type);
   return type == "Glm46VImageProcessor" || type == "Glm4vImageProcessor";
 }
 
@@ -127,8 +90,8 @@ GlmImageConfig parse_glm_image_config(const json& j, const std::string& source) 
   }
 
   GlmImageConfig c;
-  c.processor_type = std::string(without_suffix(type));
-  c.do_resize = as_bool(j, "do_resize", true, source);
+  c.processor_type = std::string(detail::without_backend_suffix(type));
+  c.do_resize = detail::bool_field(j, "do_resize", true, source);
   if (auto it = j.find("size"); it != j.end() && !it->is_null()) {
     // Glm46VImageProcessor refuses a size without both keys; other keys (height, width, ...) are
     // not read by its resize, so a file carrying them means something we would not reproduce.
@@ -152,15 +115,15 @@ GlmImageConfig parse_glm_image_config(const json& j, const std::string& source) 
     check(filter.has_value(), source, ": resample must be a PIL filter number 0-5 (got ", shown(*it), ")");
     c.resample = *filter;
   }
-  c.do_rescale = as_bool(j, "do_rescale", true, source);
+  c.do_rescale = detail::bool_field(j, "do_rescale", true, source);
   if (auto it = j.find("rescale_factor"); it != j.end() && !it->is_null()) {
     check(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() > 0, source,
           ": rescale_factor must be a positive number (got ", shown(*it), ")");
     c.rescale_factor = it->get<double>();
   }
-  c.do_normalize = as_bool(j, "do_normalize", true, source);
-  c.image_mean = per_channel(j, "image_mean", c.image_mean, source);
-  c.image_std = per_channel(j, "image_std", c.image_std, source);
+  c.do_normalize = detail::bool_field(j, "do_normalize", true, source);
+  c.image_mean = detail::per_channel_field(j, "image_mean", c.image_mean, source);
+  c.image_std = detail::per_channel_field(j, "image_std", c.image_std, source);
   for (std::size_t i = 0; i < 3; ++i) {
     check(c.image_std[i] != 0.0, source, ": image_std[", i, "] is zero");
   }

@@ -8,49 +8,23 @@
 
 #include "core/error.h"
 #include "image/glm_preprocess.h"
+#include "image/processor_fields.h"
 #include "io/json_util.h"
 
 namespace il::image {
 namespace {
 
 using nlohmann::json;
+using detail::shown;
 
 // Far above any fixed-resolution tower's input (SigLIP so400m: 384), low enough that a hostile
 // file cannot ask for an enormous allocation.
 constexpr long long kMaxSide = 8192;
 
-std::string shown(const json& v) { return io::describe_json(v); }
-
 std::size_t positive_side(const json& v, const std::string& source, const std::string& field) {
   check(v.is_number_integer() && v.get<long long>() > 0 && v.get<long long>() <= kMaxSide, source, ": ", field,
         " must be an integer from 1 to ", kMaxSide, " (got ", shown(v), ")");
   return static_cast<std::size_t>(v.get<long long>());
-}
-
-bool as_bool(const json& obj, const char* key, bool fallback, const std::string& source) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return fallback;
-  check(it->is_boolean(), source, ": ", key, " must be true or false (got ", shown(*it), ")");
-  return it->get<bool>();
-}
-
-std::array<double, 3> per_channel(const json& obj, const char* key, std::array<double, 3> fallback,
-                                  const std::string& source) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return fallback;
-  if (it->is_number()) {
-    const double v = it->get<double>();
-    return {v, v, v};
-  }
-  check(it->is_array() && it->size() == 3, source, ": ", key, " must be a number or a list of 3 numbers (got ",
-        shown(*it), ")");
-  std::array<double, 3> out{};
-  for (std::size_t c = 0; c < 3; ++c) {
-    check((*it)[c].is_number() && std::isfinite((*it)[c].get<double>()), source, ": ", key, "[", c,
-          "] must be a finite number (got ", shown((*it)[c]), ")");
-    out[c] = (*it)[c].get<double>();
-  }
-  return out;
 }
 
 struct TypeDefaults {
@@ -64,12 +38,7 @@ struct TypeDefaults {
 // The class attributes of transformers 5.17's SiglipImageProcessor and CLIPImageProcessor: what
 // a field absent from the file means.
 std::optional<TypeDefaults> defaults_for(std::string_view type) {
-  for (std::string_view suffix : {"Fast", "Pil"}) {
-    if (type.size() > suffix.size() && type.substr(type.size() - suffix.size()) == suffix) {
-      type.remove_suffix(suffix.size());
-      break;
-    }
-  }
+  type = detail::without_backend_suffix(type);
   if (type == "SiglipImageProcessor") {
     return TypeDefaults{"SiglipImageProcessor", false, 0, 224, 224, {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
   }
@@ -133,7 +102,7 @@ PreprocessorConfig parse_preprocessor_config(const json& j, const std::string& s
 
   PreprocessorConfig c;
   c.processor_type = defaults->name;
-  c.do_resize = as_bool(j, "do_resize", true, source);
+  c.do_resize = detail::bool_field(j, "do_resize", true, source);
   c.resize_height = defaults->height;
   c.resize_width = defaults->width;
   c.shortest_edge = defaults->shortest_edge;
@@ -167,7 +136,7 @@ PreprocessorConfig parse_preprocessor_config(const json& j, const std::string& s
     check(filter.has_value(), source, ": resample must be a PIL filter number 0-5 (got ", shown(*it), ")");
     c.resample = *filter;
   }
-  c.do_center_crop = as_bool(j, "do_center_crop", defaults->center_crop, source);
+  c.do_center_crop = detail::bool_field(j, "do_center_crop", defaults->center_crop, source);
   c.crop_height = c.crop_width = defaults->center_crop ? 224 : 0;
   if (auto it = j.find("crop_size"); it != j.end() && !it->is_null()) {
     if (it->is_number_integer()) {  // get_size_dict(int, default_to_square=True)
@@ -180,15 +149,15 @@ PreprocessorConfig parse_preprocessor_config(const json& j, const std::string& s
     }
   }
   check(!c.do_center_crop || (c.crop_height && c.crop_width), source, ": do_center_crop is set but crop_size is not");
-  c.do_rescale = as_bool(j, "do_rescale", true, source);
+  c.do_rescale = detail::bool_field(j, "do_rescale", true, source);
   if (auto it = j.find("rescale_factor"); it != j.end() && !it->is_null()) {
     check(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() > 0, source,
           ": rescale_factor must be a positive number (got ", shown(*it), ")");
     c.rescale_factor = it->get<double>();
   }
-  c.do_normalize = as_bool(j, "do_normalize", true, source);
-  c.image_mean = per_channel(j, "image_mean", defaults->mean, source);
-  c.image_std = per_channel(j, "image_std", defaults->std, source);
+  c.do_normalize = detail::bool_field(j, "do_normalize", true, source);
+  c.image_mean = detail::per_channel_field(j, "image_mean", defaults->mean, source);
+  c.image_std = detail::per_channel_field(j, "image_std", defaults->std, source);
   for (std::size_t i = 0; i < 3; ++i) {
     check(c.image_std[i] != 0.0, source, ": image_std[", i, "] is zero");
   }
