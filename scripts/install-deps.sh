@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages the build and the tests need (only those missing), and the
 # pinned npm packages of the tokenizer oracle. Runs as root, or through sudo when not root.
 # clang 14 and its compiler-rt (libclang_rt.fuzzer, asan, ubsan) build the libFuzzer targets of
-# fuzz/ that scripts/fuzz.sh runs.
+# fuzz/ that scripts/fuzz.sh runs. poppler-utils (pdfinfo, pdftoppm) renders PDF pages for the
+# ocr command, as a separate program (nothing of it is linked).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev
   libboost1.81-dev zlib1g-dev
   libcpp-httplib-dev libgtest-dev
-  libjpeg62-turbo-dev libpng-dev libwebp-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev poppler-utils
   clang clang-14 libclang-rt-14-dev
 )
 missing=()

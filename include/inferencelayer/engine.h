@@ -52,6 +52,7 @@ struct Capabilities {
   bool multi_vector = false;   // one vector per token for late interaction (ColBERT MaxSim)
   bool image_input = false;    // images as inputs
   bool generate = false;       // text generation
+  bool ocr = false;            // page images to text (ocr_request, the ocr command, /ocr)
 };
 
 // The coarse kind, kept for existing callers: kCrossEncoder when the model scores, else
@@ -205,6 +206,28 @@ class Engine {
   // The checks generate() makes of one request (ids, images, options, whether it can ever fit the
   // KV cache), alone: throws il::Error saying what is wrong.
   virtual void check_generation_request(const GenerationRequest& request);
+  // Incremental generation, for callers that keep feeding a running batch (the server's
+  // scheduler, the ocr command). submit_generation checks and queues a request (throws il::Error
+  // saying what is wrong; nothing is queued then); step_generation admits what fits the KV cache
+  // (vision and prefill of the newcomers) and runs one decode step for the others, returning the
+  // tokens produced; a finished request's result is taken once. cancel_generation forgets a
+  // request (queued or running: its pages are free at once). When a step throws (a device
+  // error), every request in flight is dropped and the error rethrown: the engine stays usable.
+  virtual GenerationId submit_generation(GenerationRequest request);
+  virtual std::vector<GenerationEvent> step_generation();
+  virtual GenerationResult take_generation_result(GenerationId id);
+  virtual void cancel_generation(GenerationId id);
+  virtual GenerationLoad generation_load() const;
+
+  // Multimodal generating models: an encoded image (JPEG, PNG, WebP) decoded and preprocessed as
+  // the folder's image processor does, into the rows a prompt's image takes (transformers'
+  // pixel_values and image_grid_thw). Const and thread-safe (decode on worker threads).
+  virtual PatchImage load_prompt_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
+  // OCR models (capabilities.ocr): the request that reads one page for a task ("text", "table",
+  // "formula"): the model's prompt around the page's image tokens, and its OCR decoding defaults
+  // (greedy, the anti-loop guard; docs/glm-ocr.md). The caller may change options after.
+  virtual GenerationRequest ocr_request(PatchImage page, std::string_view task) const;
+
   // The vision tower's output rows for images (what a multimodal prompt's image tokens take),
   // one matrix per image.
   virtual std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images);

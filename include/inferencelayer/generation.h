@@ -76,4 +76,26 @@ struct GenerationResult {
 // without a tokenizer).
 using TokenCallback = std::function<void(std::size_t request, int32_t token, const std::string& text)>;
 
+// Incremental generation (Engine::submit_generation / step_generation): the server's scheduler
+// and the ocr command keep a running batch fed, requests joining and leaving between steps.
+using GenerationId = std::uint64_t;
+
+// One token produced by a step, for the request `id`; `finished` on its last token (its result
+// is then ready for Engine::take_generation_result).
+struct GenerationEvent {
+  GenerationId id = 0;
+  int32_t token = 0;
+  std::string text;  // what the token completes of the decoded output (as TokenCallback's)
+  bool finished = false;
+};
+
+// How full the generation runtime is (the server's /metrics and admission).
+struct GenerationLoad {
+  std::size_t running = 0;       // sequences holding KV cache pages
+  std::size_t waiting = 0;       // submitted, not admitted yet
+  std::size_t kv_pages_used = 0;
+  std::size_t kv_pages_total = 0;
+  std::size_t kv_page_size = 0;  // tokens per page
+};
+
 }  // namespace il

@@ -29,7 +29,7 @@ std::vector<std::string> capability_names(const Capabilities& c) {
   std::vector<std::string> names;
   for (const auto& [on, name] : {std::pair{c.embed, "embed"}, {c.hidden_states, "hidden_states"}, {c.score, "score"},
                                  {c.multi_vector, "multi_vector"}, {c.image_input, "image_input"},
-                                 {c.generate, "generate"}})
+                                 {c.generate, "generate"}, {c.ocr, "ocr"}})
     if (on) names.push_back(name);
   return names;
 }

@@ -8,8 +8,9 @@
 
 namespace il::cli {
 
-Progress::Progress(std::string label, std::uint64_t total_bytes, bool enabled)
+Progress::Progress(std::string label, std::uint64_t total_bytes, bool enabled, std::string unit)
     : label_(std::move(label)),
+      unit_(std::move(unit)),
       total_bytes_(total_bytes),
       active_(enabled && isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()),
@@ -35,10 +36,10 @@ void Progress::draw(std::size_t items, std::uint64_t bytes_done) {
     const int filled = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%%  %zu lines  %.0f/s", label_.c_str(), bar.c_str(),
-                 frac * 100.0, items, rate);
+    std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%%  %zu %s  %.1f/s", label_.c_str(), bar.c_str(),
+                 frac * 100.0, items, unit_.c_str(), rate);
   } else {
-    std::fprintf(stderr, "\r\033[K%s %zu lines  %.0f/s", label_.c_str(), items, rate);
+    std::fprintf(stderr, "\r\033[K%s %zu %s  %.1f/s", label_.c_str(), items, unit_.c_str(), rate);
   }
   std::fflush(stderr);
   drawn_ = true;

@@ -12,7 +12,8 @@ namespace il::cli {
 class Progress {
  public:
   // total_bytes == 0: the size is unknown (stdin) and only counts are shown.
-  Progress(std::string label, std::uint64_t total_bytes, bool enabled = true);
+  // `unit` names what items count ("lines", "pages").
+  Progress(std::string label, std::uint64_t total_bytes, bool enabled = true, std::string unit = "lines");
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
   ~Progress();
@@ -24,6 +25,7 @@ class Progress {
   void draw(std::size_t items, std::uint64_t bytes_done);
 
   std::string label_;
+  std::string unit_;
   std::uint64_t total_bytes_;
   bool active_;
   bool drawn_ = false;

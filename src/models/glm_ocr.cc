@@ -204,6 +204,17 @@ void build_vision(BuiltModel& m, const GlmOcrConfig& c, const WeightSource& src)
   g.image_row_divisor = vc.merge_tokens();
   g.spatial_merge = static_cast<std::size_t>(vc.merge);
   g.patch_dim = vc.patch_dim();
+  g.patch_size = static_cast<std::size_t>(vc.patch);
+  g.temporal_patch = static_cast<std::size_t>(vc.temporal_patch);
+  m.capabilities.ocr = true;
+  // GLM-OCR's page prompt (models/glm_ocr_prompt.h): the checkpoint's chat template around one
+  // image and the SDK's task text.
+  g.ocr_prompt = [](const text::Tokenizer& tokenizer, const std::array<int, 3>& grid, std::string_view task) {
+    const std::optional<GlmOcrTask> t = parse_glm_ocr_task(task);
+    check(t.has_value(), "OCR task '", task, "' is not one of text, table, formula");
+    const GlmOcrSpecialTokens special = GlmOcrSpecialTokens::from_tokenizer(tokenizer, "tokenizer.json");
+    return build_glm_ocr_prompt(tokenizer, special, grid, 2, glm_ocr_task_prompt(*t)).input_ids;
+  };
   GlmOcrVisionOptions o;
   o.prefix = glm_ocr_vision_prefix(src);
   o.output = m.plan.whole(g.image_rows);

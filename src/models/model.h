@@ -10,6 +10,7 @@
 #include <span>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,10 @@
 #include "io/st_modules.h"
 #include "models/colbert_config.h"
 #include "plan/plan.h"
+
+namespace il::text {
+class Tokenizer;
+}
 
 namespace il::models {
 
@@ -86,6 +91,13 @@ struct GenerationSpec {
   // Pixel inputs of the vision program: one row of patch_dim values per patch (the processor's
   // pixel_values), images as [t, h, w] grids of patches.
   std::size_t patch_dim = 0;
+  std::size_t patch_size = 0, temporal_patch = 1;  // patch_dim = 3 · temporal_patch · patch_size²
+  // OCR models: the prompt ids that read one page whose processor grid is `grid_thw`, for a task
+  // ("text", "table", "formula"; throws il::Error naming the choices otherwise), through the
+  // folder's tokenizer. Empty for other models.
+  std::function<std::vector<int32_t>(const text::Tokenizer& tokenizer, const std::array<int, 3>& grid_thw,
+                                     std::string_view task)>
+      ocr_prompt;
   std::size_t max_positions = 0;  // the trained context (prompt + new tokens)
   std::vector<std::string> notes;  // what the loader left out and why (info)
 };

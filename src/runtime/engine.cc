@@ -22,6 +22,8 @@
 #include "runtime/generator.h"
 #include "runtime/image_batch.h"
 #include "runtime/image_loader.h"
+#include "runtime/ocr_options.h"
+#include "runtime/prompt_image_loader.h"
 #include "runtime/model_info.h"
 #include "text/tokenizer.h"
 
@@ -102,6 +104,12 @@ class LocalEngine final : public Engine {
                             random_weights ? std::optional(runtime::siglip_release_preprocessor(info_.image_height,
                                                                                                  info_.image_width))
                                            : std::nullopt);
+    // Page / prompt images of a multimodal generating model: the folder's GLM-V processor.
+    if (model_.generation && model_.generation->patch_dim > 0) {
+      const models::GenerationSpec& g = *model_.generation;
+      prompt_loader_.emplace(random_weights ? std::filesystem::path() : dir, options, g.patch_dim, g.spatial_merge,
+                             runtime::glm_ocr_release_preprocessor(g.patch_size, g.temporal_patch, g.spatial_merge));
+    }
   }
 
   const ModelInfo& info() const override { return info_; }
@@ -326,9 +334,16 @@ class LocalEngine final : public Engine {
     for (const GenerationRequest& r : requests) ids.push_back(g.submit(r));
     std::map<runtime::Generator::Id, std::size_t> index;
     for (std::size_t i = 0; i < ids.size(); ++i) index[ids[i]] = i;
-    while (!g.idle())
-      for (const runtime::Generator::Event& e : g.step())
-        if (on_token) on_token(index.at(e.id), e.token, e.text);
+    try {
+      while (!g.idle())
+        for (const runtime::Generator::Event& e : g.step())
+          if (on_token) on_token(index.at(e.id), e.token, e.text);
+    } catch (...) {
+      // A device error (or the callback's) leaves the batch half-stepped: drop it all so the
+      // next call starts clean.
+      g.reset();
+      throw;
+    }
     std::vector<GenerationResult> out;
     out.reserve(ids.size());
     for (runtime::Generator::Id id : ids) out.push_back(g.take_result(id));
@@ -336,6 +351,52 @@ class LocalEngine final : public Engine {
   }
 
   void check_generation_request(const GenerationRequest& request) override { generator().validate(request); }
+
+  GenerationId submit_generation(GenerationRequest request) override {
+    return generator().submit(std::move(request));
+  }
+
+  std::vector<GenerationEvent> step_generation() override {
+    runtime::Generator& g = generator();
+    std::vector<runtime::Generator::Event> events;
+    try {
+      events = g.step();
+    } catch (...) {
+      g.reset();
+      throw;
+    }
+    std::vector<GenerationEvent> out;
+    out.reserve(events.size());
+    for (runtime::Generator::Event& e : events) out.push_back({e.id, e.token, std::move(e.text), e.finished});
+    return out;
+  }
+
+  GenerationResult take_generation_result(GenerationId id) override { return generator().take_result(id); }
+  void cancel_generation(GenerationId id) override { generator().cancel(id); }
+  GenerationLoad generation_load() const override {
+    check(generator_.has_value(), "this model does not generate text");
+    return generator_->load();
+  }
+
+  PatchImage load_prompt_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const override {
+    check(prompt_loader_.has_value(), "this model takes no images in its prompts");
+    return prompt_loader_->load(bytes, name);
+  }
+
+  GenerationRequest ocr_request(PatchImage page, std::string_view task) const override {
+    check(model_.generation && model_.generation->ocr_prompt, "this model does not read pages (it is not an OCR model)");
+    check(tokenizer_.has_value(), "OCR needs the folder's tokenizer.json (none was found)");
+    GenerationRequest r;
+    r.input_ids = model_.generation->ocr_prompt(*tokenizer_, page.grid_thw, task);
+    r.images.push_back(std::move(page));
+    r.options = runtime::ocr_sampling_options(&*tokenizer_);
+    // The default budget, within the model's context.
+    const std::size_t context = model_.generation->max_positions;
+    if (context > 0)
+      r.options.max_new_tokens = std::min(r.options.max_new_tokens,
+                                          context > r.input_ids.size() ? context - r.input_ids.size() : 1);
+    return r;
+  }
 
   std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images) override {
     return generator().vision_rows(images);
@@ -541,6 +602,7 @@ class LocalEngine final : public Engine {
   models::BuiltModel model_;
   std::optional<text::Tokenizer> tokenizer_;
   std::optional<runtime::ImageLoader> image_loader_;  // image models
+  std::optional<runtime::PromptImageLoader> prompt_loader_;  // multimodal generating models
   std::optional<runtime::ColbertTokens> colbert_;  // multi-vector folders with a tokenizer
   std::unique_ptr<plan::Executor> exec_;
   std::optional<runtime::Generator> generator_;  // generating models
@@ -601,6 +663,20 @@ std::vector<GenerationResult> Engine::generate(const std::vector<GenerationReque
 }
 
 void Engine::check_generation_request(const GenerationRequest&) { throw Error("this model does not generate text"); }
+
+GenerationId Engine::submit_generation(GenerationRequest) { throw Error("this model does not generate text"); }
+std::vector<GenerationEvent> Engine::step_generation() { throw Error("this model does not generate text"); }
+GenerationResult Engine::take_generation_result(GenerationId) { throw Error("this model does not generate text"); }
+void Engine::cancel_generation(GenerationId) {}
+GenerationLoad Engine::generation_load() const { return {}; }
+
+PatchImage Engine::load_prompt_image(const std::vector<std::uint8_t>&, std::string_view) const {
+  throw Error("this model takes no images in its prompts");
+}
+
+GenerationRequest Engine::ocr_request(PatchImage, std::string_view) const {
+  throw Error("this model does not read pages (it is not an OCR model)");
+}
 
 std::vector<Matrix> Engine::vision_rows(const std::vector<PatchImage>&) {
   throw Error("this model has no vision tower for generation");

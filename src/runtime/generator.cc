@@ -191,6 +191,9 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
     if (logits_out) logits_out->emplace_back(row.begin(), row.end());
     if (sample) accept(*group[i], group[i]->sampler->pick(row, group[i]->history), events);
   }
+  // The images are in the KV cache now: a page's patch rows (tens of MB) need not wait for its
+  // last token.
+  for (Sequence* s : group) std::vector<PatchImage>().swap(s->request.images);
 }
 
 void Generator::decode(std::vector<Event>& events) {
@@ -293,6 +296,39 @@ GenerationResult Generator::take_result(Id id) {
   GenerationResult r = std::move(it->second);
   finished_.erase(it);
   return r;
+}
+
+void Generator::cancel(Id id) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it)
+    if ((*it)->id == id) {
+      queue_.erase(it);
+      return;
+    }
+  for (auto it = running_.begin(); it != running_.end(); ++it)
+    if ((*it)->id == id) {
+      release(**it);
+      running_.erase(it);
+      return;
+    }
+  finished_.erase(id);
+}
+
+void Generator::reset() {
+  queue_.clear();
+  running_.clear();
+  finished_.clear();
+  free_pages_.clear();
+  for (std::size_t p = layout_.pages; p > 0; --p) free_pages_.push_back(static_cast<int32_t>(p - 1));
+}
+
+GenerationLoad Generator::load() const {
+  GenerationLoad l;
+  l.running = running_.size();
+  l.waiting = queue_.size();
+  l.kv_pages_total = layout_.pages;
+  l.kv_pages_used = layout_.pages - free_pages_.size();
+  l.kv_page_size = layout_.page_size;
+  return l;
 }
 
 std::vector<std::vector<float>> Generator::prompt_logits(const std::vector<GenerationRequest>& requests) {

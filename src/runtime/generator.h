@@ -64,6 +64,12 @@ class Generator {
   bool idle() const { return queue_.empty() && running_.empty(); }
   // A finished request's result (once; the request is then forgotten).
   GenerationResult take_result(Id id);
+  // Forgets a request wherever it is (queued, running, finished): its pages are free at once.
+  // Unknown ids are ignored (it may have finished and been taken).
+  void cancel(Id id);
+  // Drops every request (after a failed step: the batch's state is unknown).
+  void reset();
+  GenerationLoad load() const;
 
   // Prefill alone: the logits of each prompt's last position (no token is generated).
   std::vector<std::vector<float>> prompt_logits(const std::vector<GenerationRequest>& requests);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "core/error.h"
 #include "fixture.h"
@@ -131,6 +132,51 @@ TEST(GlmOcr, StopsOnAnyOfItsStopIds) {
   GenerationRequest d = c.request;
   d.options.stop_ids.reset();
   EXPECT_EQ(e->generate({d})[0].tokens, c.greedy);
+}
+
+// The incremental API (the server's scheduler, the ocr command): requests submitted while others
+// run, one cancelled while running and one while queued; the rest give transformers' tokens, and
+// the cache is empty again at the end.
+TEST(GlmOcr, IncrementalSubmitStepCancel) {
+  auto e = load(96);  // two sequences at a time
+  const std::vector<GlmCase> cases = load_glm_cases();
+  std::vector<GenerationId> ids;
+  ids.push_back(e->submit_generation(cases.at(0).request));
+  ids.push_back(e->submit_generation(cases.at(1).request));
+  std::map<GenerationId, std::vector<int32_t>> streamed;
+  for (int step = 0; step < 3; ++step)
+    for (const GenerationEvent& ev : e->step_generation()) streamed[ev.id].push_back(ev.token);
+  GenerationLoad l = e->generation_load();
+  EXPECT_EQ(l.running, 2u);
+  EXPECT_EQ(l.waiting, 0u);
+  EXPECT_GT(l.kv_pages_used, 0u);
+  EXPECT_EQ(l.kv_pages_total, 96u / 4);
+  ids.push_back(e->submit_generation(cases.at(2).request));
+  ids.push_back(e->submit_generation(cases.at(3).request));
+  EXPECT_EQ(e->generation_load().waiting, 2u);
+  e->cancel_generation(ids[1]);  // running: its pages free at once
+  e->cancel_generation(ids[3]);  // queued
+  l = e->generation_load();
+  EXPECT_EQ(l.running, 1u);
+  EXPECT_EQ(l.waiting, 1u);
+  std::map<GenerationId, GenerationResult> results;
+  while (results.size() < 2) {
+    const std::vector<GenerationEvent> events = e->step_generation();
+    ASSERT_FALSE(events.empty()) << "a step with requests in flight produced nothing";
+    for (const GenerationEvent& ev : events) {
+      EXPECT_NE(ev.id, ids[1]);
+      EXPECT_NE(ev.id, ids[3]);
+      streamed[ev.id].push_back(ev.token);
+      if (ev.finished) results[ev.id] = e->take_generation_result(ev.id);
+    }
+  }
+  EXPECT_EQ(results.at(ids[0]).tokens, cases.at(0).greedy);
+  EXPECT_EQ(results.at(ids[2]).tokens, cases.at(2).greedy);
+  EXPECT_EQ(streamed.at(ids[0]), cases.at(0).greedy);
+  l = e->generation_load();
+  EXPECT_EQ(l.running + l.waiting + l.kv_pages_used, 0u);
+  EXPECT_THROW(e->take_generation_result(ids[1]), Error);
+  e->cancel_generation(12345);  // unknown: ignored
 }
 
 TEST(GlmOcr, RefusesBadRequestsAndStaysUsable) {
