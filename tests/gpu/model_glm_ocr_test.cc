@@ -12,7 +12,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "fixture.h"
 #include "glm_ocr_fixture.h"
@@ -102,6 +108,45 @@ TEST(GlmOcrGpu, SequencesQueueForASmallCache) {
   const std::vector<GlmCase> cases = load_glm_cases();
   const auto got = e->generate(glm_requests(cases));
   for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
+}
+
+// Page bytes to tokens on the device, as the ocr command runs it: the pipeline fixture's folder
+// (tests/fixtures/glm-ocr-pipeline: tokenizer, image processor, PNG pages; transformers'
+// Glm46VProcessor + generate recorded), f32, the guard off: the tokens transformers generated.
+TEST(GlmOcrGpu, PagesFromPngBytesMatchTransformers) {
+  IL_REQUIRE_GPU();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("il_glm_ocr_pipeline_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
+    fs::copy_file(fixtures_root() / "glm-ocr" / f, dir / f, fs::copy_options::overwrite_existing);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"})
+    fs::copy_file(fixtures_root() / "glm-ocr-pipeline" / f, dir / f, fs::copy_options::overwrite_existing);
+  EngineOptions o;
+  o.device = "cuda:0";
+  o.dtype = "f32";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 512;
+  auto e = Engine::load(dir, o);
+  std::ifstream in(fixtures_root() / "glm-ocr-pipeline" / "expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  std::vector<GenerationRequest> requests;
+  for (const auto& c : expected.at("cases")) {
+    std::ifstream png(fixtures_root() / "glm-ocr-pipeline" / c.at("page").get<std::string>(), std::ios::binary);
+    const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(png)), std::istreambuf_iterator<char>());
+    GenerationRequest r = e->ocr_request(e->load_prompt_image(bytes, c.at("page").get<std::string>()),
+                                         c.at("task").get<std::string>());
+    EXPECT_EQ(r.input_ids, c.at("input_ids").get<std::vector<int32_t>>());
+    r.options.no_repeat_ngram = 0;
+    r.options.max_new_tokens = c.at("greedy").size();
+    requests.push_back(std::move(r));
+  }
+  const auto got = e->generate(requests);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, expected.at("cases")[i].at("greedy").get<std::vector<int32_t>>()) << "case " << i;
+    EXPECT_EQ(e->decode(got[i].tokens, true), expected.at("cases")[i].at("greedy_text").get<std::string>());
+  }
+  fs::remove_all(dir);
 }
 
 class GlmOcrGpuHalf : public ::testing::TestWithParam<std::string> {};
