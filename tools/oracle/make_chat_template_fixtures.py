@@ -55,6 +55,8 @@ def render(env, source, messages, add_generation_prompt, extra):
         return {"output": env.from_string(source).render(**variables)}
     except jinja2.exceptions.TemplateError as e:
         return {"error": str(e)}
+    except Exception as e:  # e.g. a TypeError inside the template: we only require an error too
+        return {"error": str(e), "python_exception": type(e).__name__}
 
 
 SPECIAL = {"bos_token": "<bos>", "eos_token": "</s>"}
