@@ -67,6 +67,32 @@ TEST(ChatTemplate, MatchesPythonJinja2OnOurTemplates) {
   EXPECT_EQ(checked, static_cast<int>(doc["cases"].size()));
 }
 
+// One-line templates over corners of Python's and jinja2's semantics: the same text, or an error
+// where jinja2 raises (for raise_exception and undefined values, with jinja2's message).
+TEST(ChatTemplate, MatchesPythonJinja2OnSnippets) {
+  const ojson doc = ojson::parse(slurp(kFixtures / "renders.json"));
+  ASSERT_GT(doc["snippets"].size(), 40u);
+  const ojson& messages = doc["message_sets"]["basic"];
+  for (const ojson& c : doc["snippets"]) {
+    const std::string src = c["template"];
+    SCOPED_TRACE(src);
+    try {
+      const std::string got = ChatTemplate(src, "snippet").render(messages, false, doc["snippet_vars"]);
+      if (c.contains("error")) {
+        ADD_FAILURE() << "jinja2 raises (" << c["error"] << ") but we render " << got;
+      } else {
+        EXPECT_EQ(got, c["output"].get<std::string>());
+      }
+    } catch (const il::Error& e) {
+      if (!c.contains("error")) {
+        ADD_FAILURE() << "we throw: " << e.what();
+      } else if (!c.contains("python_exception")) {
+        EXPECT_NE(std::string(e.what()).find(c["error"].get<std::string>()), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
 TEST(ChatTemplate, SyntaxErrorsNameLineAndColumn) {
   auto error_of = [](const std::string& src) {
     try {

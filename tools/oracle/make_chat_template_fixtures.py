@@ -134,6 +134,62 @@ CASES = [
     ("macros.jinja", ["basic", "content_mixed"], [{}]),
 ]
 
+# One-line templates of our own, each rendered over the "basic" messages with d and xs set:
+# corners of Python's and jinja2's semantics (undefined values, formatting, errors).
+SNIPPET_VARS = {"d": {"a": "v", "c": 1, "n": None}, "xs": [3, 1, 2], "s": "  Hello, World  "}
+SNIPPETS = [
+    "{{ nothing }}|{{ nothing is defined }}|{{ nothing | length }}|{{ nothing | list }}|{{ nothing | join }}",
+    "{{ nothing | trim }}|{{ nothing | upper }}|{{ nothing | first }}|{{ nothing | string }}|{{ nothing | sort }}|{{ nothing | wordcount }}|{{ nothing | sum }}",
+    "{{ nothing | int }}", "{{ nothing | float }}", "{{ nothing | indent }}", "{{ [] | last | attr('x') }}",
+    "{{ nothing.attr }}", "{{ nothing[0] }}", "{{ nothing() }}", "{{ nothing + 1 }}", "{{ nothing | tojson }}",
+    "{{ d.zz.y }}", "{{ d.a.zz }}|{{ d.n is none }}|{{ d.zz is none }}|{{ d['n'] }}",
+    "{{ messages[10].role }}", "{{ messages[-1].content }}|{{ messages[-10] is defined }}",
+    "{% for m in d.n %}x{% endfor %}", "{{ 1 < none }}", "{{ 'a' + 1 }}", "{{ [1] + (2,) }}",
+    "{{ 1.5e300 * 1e300 }}|{{ -1.5e300 * 1e300 }}|{{ 0.1 + 0.2 }}|{{ 1 / 3 }}|{{ 2 ** -1 }}|{{ 1e15 }}|{{ 1e16 }}|{{ 123456789012345678 }}",
+    "{{ 7.5 // 2 }}|{{ -7.5 % 2 }}|{{ 7 % -3 }}|{{ -0.0 }}|{{ 3.0 == 3 }}|{{ 10 / 2.5 }}",
+    "{{ s | trim }}|{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ s.split(',') }}|{{ s.split() }}|{{ s.split(None, 1) }}",
+    "{{ s | lower }}|{{ s | title }}|{{ s.upper() }}|{{ 'ÉCOLE straße' | lower }}|{{ 'école' | upper }}|{{ 'élan vital' | title }}",
+    "{{ 'a\nb' | tojson }}|{{ '\u0001\u001f\u007f' | tojson }}|{{ '\t\r\b\f' | tojson }}|{{ 'é🙂' | tojson }}",
+    "{{ d | tojson(indent=4) }}|{{ xs | tojson(indent='\t') }}|{{ {} | tojson(indent=2) }}|{{ [[]] | tojson(indent=1) }}",
+    "{{ d | tojson(separators=(',', ':')) }}|{{ d | tojson(sort_keys=true) }}|{{ 1.0 | tojson }}|{{ 1e20 | tojson }}",
+    "{{ xs[1:] }}|{{ xs[:-1] }}|{{ xs[::2] }}|{{ xs[::-1] }}|{{ xs[5:] }}|{{ xs[-100:100] }}|{{ 'héllo'[1:3] }}|{{ 'héllo'[::-1] }}",
+    "{{ 'abc'[10] }}|{{ xs[3] }}|{{ xs['x'] }}|{{ d[0] }}",
+    "{{ xs | map('string') | join('-') }}|{{ xs | map('abs') | list }}|{{ d | list }}|{{ d | length }}",
+    "{{ [{'a': {'b': 1}}, {'a': {'b': 2}}] | map(attribute='a.b') | list }}|{{ [{'a': 1}, {}] | map(attribute='a', default=0) | list }}",
+    "{{ ['b', 'A', 'c'] | sort }}|{{ ['b', 'A', 'c'] | sort(case_sensitive=true) }}|{{ xs | sort(reverse=true) }}|{{ [{'k': 2}, {'k': 1}] | sort(attribute='k') }}",
+    "{{ ['a', 'A', 'b'] | unique | list }}|{{ 'a b  c' | wordcount }}|{{ 3.7 | int }}|{{ '3.7' | int }}|{{ ' 12 ' | int }}|{{ '1e3' | float }}|{{ 'x' | float }}",
+    "{{ 2.675 | round(2) }}|{{ 0.5 | round }}|{{ 1.5 | round }}|{{ 2.5 | round(0, 'floor') }}|{{ 2.1 | round(0, 'ceil') }}|{{ 5 | round }}",
+    "{{ 'a,b,,c'.split(',') }}|{{ 'a b'.split(' ') }}|{{ ''.split(',') }}|{{ ''.split() }}|{{ 'x'.replace('', '-') }}|{{ 'aaa'.replace('a', 'b', 2) }}",
+    "{{ 'Hello'.startswith('He') }}|{{ 'Hello'.endswith('lo') }}|{{ 'Hello'.startswith(('x', 'H')) }}|{{ 'Hello'.find('z') }}|{{ 'Hello'.count('l') }}",
+    "{{ 'a' in 'abc' }}|{{ 1 in d }}|{{ 'a' in d }}|{{ none in xs }}|{{ [1] in [[1], 2] }}|{{ 'x' not in 'abc' }}",
+    "{{ true and 'x' }}|{{ false or none }}|{{ none or 0 }}|{{ [] or {} }}|{{ not [] }}|{{ 'a' if 0 else 'b' if none else 'c' }}",
+    "{{ xs is iterable }}|{{ 1 is iterable }}|{{ none is string }}|{{ xs is sequence }}|{{ 1 is integer }}|{{ 1.0 is float }}|{{ 'A' is upper }}|{{ xs is in [xs] }}",
+    "{{ d.get('a') }}|{{ d.get('zz') }}|{{ d.get('zz', 'q') }}|{{ d.keys() | list }}|{{ d.values() | list }}|{{ d.items() | list }}",
+    "{{ (1, 2) + (3,) }}|{{ [1, 2] * 2 }}|{{ 'ab' * 0 }}|{{ -(3) }}|{{ +3 }}|{{ - -3 }}|{{ 2 ** 3 ** 2 }}|{{ 2 * 3 + 4 }}|{{ 1 - 2 - 3 }}",
+    "{{ 'x' ~ 1 + 2 }}",
+    "{{ 1 ~ 2 * 3 }}|{{ -2 | abs }}|{{ 'b' > 'a' }}|{{ [1, 2] < [1, 3] }}|{{ (1, 2) == (1, 2) }}|{{ [1, 2] == (1, 2) }}",
+    r"""{{ "it's" }}|{{ 'a' 'b' }}|{{ '\n' }}|{{ '\\' }}|{{ '\x41\u00e9\U0001F642' }}|{{ 'tab\there' }}|{{ '\q' }}|{{ 'b\'o\"th' }}""",
+    r"""{{ [1, 'two', 3.0, none, true, [], {}] }}|{{ {'k': [1, {'x': none}]} }}|{{ ('a',) }}|{{ () }}|{{ "q'uote" }}|{{ 'q"d' }}|{{ ['b\'o"th', 'new\nline\t\x01'] }}""",
+    "{% set a = [1, 2] %}{% set b = a %}{{ b }}{% set a = 3 %}{{ b }}{{ a }}",
+    "{% set ns = namespace(items=[], n=0) %}{% for x in xs %}{% set ns.items = ns.items + [x * 2] %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.items }}{{ ns.n }}",
+    "{% for x in xs %}{% for y in 'ab' %}{{ loop.index }}{{ y }}{% endfor %}{{ loop.index }}{% endfor %}",
+    "{% for x in xs %}{{ loop.cycle is defined }}{% break %}{% endfor %}{% for k in d %}{{ k }}{% endfor %}{% for c in 'hé' %}[{{ c }}]{% endfor %}",
+    "{% for i in range(3) %}{% if loop.last %}{{ i }}{% endif %}{% endfor %}|{{ range(5, 0, -2) | list }}|{{ range(0) | list }}",
+    "{% macro m(a, b='B', c=none) %}{{ a }}{{ b }}{{ c }}{% endmacro %}{{ m(1) }}|{{ m(1, 2) }}|{{ m(1, c=3) }}|{{ m() }}",
+    "{% macro outer(x) %}<{{ inner(x) }}>{% endmacro %}{% macro inner(y) %}{{ y | upper }}{% endmacro %}{{ outer('q') }}",
+    "{% set x = 1 %}{% macro show() %}{{ x }}{% endmacro %}{% set x = 2 %}{{ show() }}",
+    "{% if messages %}{% set found = 'yes' %}{% endif %}{{ found }}",
+    "{%- for m in messages if m.role != 'system' -%}{{ loop.index }}:{{ m.role }} {% endfor -%}",
+    "{{ messages | selectattr('role', 'equalto', 'user') | list | length }}|{{ messages | map(attribute='role') | unique | join(',') }}|{{ messages | rejectattr('role', 'in', ['user', 'system']) | map(attribute='content') | first }}",
+    "{{ messages[0].content | default('x', true) }}|{{ messages | last | attr('role') if false else 'skip' }}",
+    "a  \n  {%- if true %}b{% endif -%}  \n  c",
+    "  {% if true %}\n    x\n  {% endif %}\n  {{ 'y' }}\n{# c #}\n  {# d #}  z\n",
+    "{%- set x -%}\n  inner  \n{%- endset -%}[{{ x }}]",
+    "{{ raise_exception('Custom: ' ~ messages | length) }}",
+    "{{ strftime_now('%Y') | length }}",
+    "{% if d is mapping and d.a is string and d.c is number and d.n is none and d is not string %}ok{% endif %}",
+]
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -161,8 +217,14 @@ def main():
                             "add_generation_prompt": agp, "extra": extra}
                     case.update(render(env, source, MESSAGE_SETS[set_name], agp, extra))
                     cases.append(case)
+    snippets = []
+    for source in SNIPPETS:
+        snippet = {"template": source}
+        snippet.update(render(env, source, MESSAGE_SETS["basic"], False, SNIPPET_VARS))
+        snippets.append(snippet)
     doc = {"generator": "tools/oracle/make_chat_template_fixtures.py",
-           "jinja2_version": jinja2.__version__, "message_sets": MESSAGE_SETS, "cases": cases}
+           "jinja2_version": jinja2.__version__, "message_sets": MESSAGE_SETS, "cases": cases,
+           "snippet_vars": SNIPPET_VARS, "snippets": snippets}
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "renders.json")
     with open(path, "w", encoding="utf-8") as f:

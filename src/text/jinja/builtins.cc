@@ -109,7 +109,7 @@ std::vector<std::string> split(const std::string& s, const Value& sep, int64_t m
       if (!in_part && maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
         std::string rest;
         for (std::size_t j = k; j < cps.size(); ++j) rest += cps[j];
-        out.push_back(strip(rest, Value::none(), false, true));
+        out.push_back(rest);  // Python keeps the remainder's trailing whitespace
         return out;
       }
       in_part = true;
@@ -485,6 +485,11 @@ namespace {
 
 using Filter = Value (*)(Interpreter&, const Value&, Args&);
 
+// jinja2's int, float, indent and attr filters fail on an undefined value (the others treat it as empty).
+void require_defined(const Value& v) {
+  if (v.is_undefined()) throw make_error(v.s.empty() ? std::string("value is undefined") : v.s);
+}
+
 Value f_length(Interpreter&, const Value& v, Args&) {
   switch (v.kind) {
     case Kind::kUndefined: return Value::integer(0);
@@ -557,11 +562,13 @@ Value f_default(Interpreter&, const Value& v, Args& a) {
 }
 Value f_string(Interpreter&, const Value& v, Args&) { return Value::string(to_str(v)); }
 Value f_int(Interpreter&, const Value& v, Args& a) {
+  require_defined(v);
   int64_t x = 0;
   if (to_int(v, x)) return Value::integer(x);
   return arg_or(a, 0, "default", Value::integer(0));
 }
 Value f_float(Interpreter&, const Value& v, Args& a) {
+  require_defined(v);
   if (v.is_number()) return Value::number(v.as_double());
   if (v.is_string()) {
     const std::string t = strip(v.s, Value::none(), true, true);
@@ -578,6 +585,15 @@ Value f_items(Interpreter& in, const Value& v, Args& a) {
   return dict_method(v, "items").fn->fn(in, a);
 }
 Value f_safe(Interpreter&, const Value& v, Args&) { return v; }
+Value f_attr(Interpreter&, const Value& v, Args& a) {
+  require_defined(v);
+  const Value* name = arg(a, 0, "name");
+  if (!name) throw make_error("attr filter needs an attribute name");
+  // Python attributes only: a dict's keys are not attributes (its methods are).
+  if (v.is_dict() && !v.is_namespace) return dict_method(v, need_string(*name, "attr"));
+  if (v.is_string()) return string_method(v, need_string(*name, "attr"));
+  return Value::undefined("'" + type_name(v) + " object' has no attribute " + repr(*name));
+}
 Value f_escape(Interpreter&, const Value& v, Args&) {
   std::string out;
   for (char c : to_str(v)) {
@@ -593,6 +609,7 @@ Value f_escape(Interpreter&, const Value& v, Args&) {
   return Value::string(out);
 }
 Value f_indent(Interpreter&, const Value& v, Args& a) {
+  require_defined(v);
   const Value w = arg_or(a, 0, "width", Value::integer(4));
   const std::string pad = w.is_string() ? w.s : std::string(static_cast<std::size_t>(std::clamp<int64_t>(w.i, 0, 256)), ' ');
   const bool first = truthy(arg_or(a, 1, "first", Value::boolean(false)));
@@ -705,6 +722,13 @@ Value f_round(Interpreter&, const Value& v, Args& a) {
   if (!v.is_number()) throw make_error("round filter expects a number, got ", type_name(v));
   const int64_t precision = int_arg(a, 0, "precision", 0);
   const std::string method = to_str(arg_or(a, 1, "method", Value::string("common")));
+  if (method == "common" && v.kind != Kind::kFloat && precision >= 0) return v;  // round(int) is int
+  if (method == "common" && precision >= 0 && precision <= 17 && std::isfinite(v.f)) {
+    // Python's round() rounds the exact binary value (2.675 -> 2.67), as printf does.
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), v.f);
+    return Value::number(std::strtod(buf, nullptr));
+  }
   const double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(precision, -300, 300)));
   double x = v.as_double() * scale;
   // "common" is Python's round(): halves go to the even neighbour.
@@ -774,7 +798,7 @@ const std::map<std::string, Filter>& filters() {
       {"rejectattr", f_rejectattr}, {"unique", f_unique}, {"reverse", f_reverse},
       {"sort", f_sort},         {"round", f_round},      {"abs", f_abs},
       {"wordcount", f_wordcount}, {"sum", f_sum},        {"max", f_max},
-      {"min", f_min},           {"dictsort", f_dictsort},
+      {"min", f_min},           {"dictsort", f_dictsort}, {"attr", f_attr},
   };
   return table;
 }

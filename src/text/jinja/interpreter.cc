@@ -137,7 +137,7 @@ void Interpreter::exec_for(const Stmt& s, std::string& out) {
     auto frame = std::make_shared<Dict>();
     Value loop = Value::make_dict();
     Dict& l = *loop.dict;
-    l.items.reserve(10);
+    l.items.reserve(12);
     l.items.emplace_back("index0", Value::integer(k));
     l.items.emplace_back("index", Value::integer(k + 1));
     l.items.emplace_back("revindex", Value::integer(n - k));
@@ -149,6 +149,10 @@ void Interpreter::exec_for(const Stmt& s, std::string& out) {
     l.items.emplace_back("depth0", Value::integer(0));
     if (k > 0) l.items.emplace_back("previtem", items[k - 1]);
     if (k + 1 < n) l.items.emplace_back("nextitem", items[k + 1]);
+    l.items.emplace_back("cycle", Value::callable("cycle", [k](Interpreter&, Args& a) {
+                           if (a.pos.empty()) throw make_error("no items for cycling given");
+                           return a.pos[static_cast<std::size_t>(k) % a.pos.size()];
+                         }));
     frame->set("loop", loop);
     bind(*frame, items[k]);
     scopes_.push_back(frame);
