@@ -36,6 +36,8 @@ class ChatTemplate {
   // variables: tools, documents, enable_thinking, bos_token, ... Throws il::Error for
   // raise_exception ("chat template raised an exception: <message>") and runtime errors, with
   // the place in the template.
+  // Safe to call from several threads at once (each call has its own interpreter state).
+  // A plain nlohmann::json converts implicitly (its object keys come sorted, not as sent).
   std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                      const nlohmann::ordered_json& extra_vars = nullptr) const;
 

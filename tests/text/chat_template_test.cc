@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "text/chat_template.h"
@@ -183,6 +185,21 @@ TEST(ChatTemplate, GlmOcrStylePrompt) {
   const ojson msgs = ojson::parse(R"([{"role":"user","content":[{"type":"image"},{"type":"text","text":"Text Recognition:"}]}])");
   EXPECT_EQ(t.render(msgs, true),
             "[gMASK]<sop><|user|>\n<|begin_of_image|><|image|><|end_of_image|>Text Recognition:<|assistant|>\n");
+}
+
+TEST(ChatTemplate, AcceptsPlainJsonAndConcurrentRenders) {
+  const ChatTemplate t("{% for m in messages %}{{ m | tojson }}{% endfor %}{{ (tools or []) | length }}", "plain");
+  const nlohmann::json plain = nlohmann::json::parse(R"([{"role": "user", "content": "x"}])");
+  EXPECT_EQ(t.render(plain, false, nlohmann::json{{"tools", {1, 2}}}), R"({"content": "x", "role": "user"}2)");
+  std::vector<std::thread> threads;
+  std::vector<std::string> outs(4);
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int r = 0; r < 200; ++r) outs[k] = t.render(ojson::parse(R"([{"role": "user", "content": "x"}])"), false);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& o : outs) EXPECT_EQ(o, R"({"role": "user", "content": "x"}0)");
 }
 
 TEST(ChatTemplate, FiftyMessagesRenderFast) {
