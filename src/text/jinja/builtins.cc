@@ -360,8 +360,20 @@ Value dict_method(const Value& self, const std::string& name) {
   return Value::undefined("'dict object' has no attribute '" + name + "'");
 }
 
-const std::set<std::string> kUnsafeMethods = {"append", "pop", "update", "clear", "extend",
-                                              "insert", "remove", "setdefault", "popitem", "sort", "reverse"};
+// Methods that would modify a template's input, which transformers' immutable sandbox refuses.
+bool is_unsafe_method(const Value& obj, const std::string& name) {
+  if (obj.is_list()) {
+    return name == "append" || name == "pop" || name == "extend" || name == "insert" ||
+           name == "remove" || name == "sort" || name == "reverse" || name == "clear";
+  }
+  return obj.is_dict() && !obj.is_namespace &&
+         (name == "pop" || name == "update" || name == "clear" || name == "setdefault" ||
+          name == "popitem");
+}
+
+bool is_dict_method(const std::string& name) {
+  return name == "items" || name == "keys" || name == "values" || name == "get";
+}
 
 }  // namespace
 
@@ -390,15 +402,12 @@ List iterate(const Value& v) {
 }
 
 Value get_attr(const Value& obj, const std::string& name) {
-  if ((obj.is_list() || obj.is_dict()) && kUnsafeMethods.count(name) && !obj.is_namespace) {
+  if (is_unsafe_method(obj, name)) {
     throw make_error("access to attribute '", name, "' of '", type_name(obj),
                      "' object is unsafe (the template may not modify its input)");
   }
   if (obj.is_dict()) {
-    if (!obj.is_namespace) {
-      Value m = dict_method(obj, name);
-      if (!m.is_undefined()) return m;
-    }
+    if (!obj.is_namespace && is_dict_method(name)) return dict_method(obj, name);
     if (const Value* v = obj.dict->find(name)) return *v;
     return Value::undefined("'" + type_name(obj) + " object' has no attribute '" + name + "'");
   }
@@ -410,10 +419,7 @@ Value get_item(const Value& obj, const Value& key) {
   if (obj.is_dict()) {
     if (key.is_string()) {
       if (const Value* v = obj.dict->find(key.s)) return *v;
-      if (!obj.is_namespace) {
-        Value m = dict_method(obj, key.s);
-        if (!m.is_undefined()) return m;
-      }
+      if (!obj.is_namespace && is_dict_method(key.s)) return dict_method(obj, key.s);
     }
     return Value::undefined("'dict object' has no attribute " + repr(key));
   }

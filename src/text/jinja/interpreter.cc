@@ -132,6 +132,12 @@ void Interpreter::exec_for(const Stmt& s, std::string& out) {
     return;
   }
   const int64_t n = static_cast<int64_t>(items.size());
+  // loop.cycle(a, b, ...): one callable for the whole loop, reading the current position.
+  auto position = std::make_shared<int64_t>(0);
+  const Value cycle = Value::callable("cycle", [position](Interpreter&, Args& a) {
+    if (a.pos.empty()) throw make_error("no items for cycling given");
+    return a.pos[static_cast<std::size_t>(*position) % a.pos.size()];
+  });
   for (int64_t k = 0; k < n; ++k) {
     step();
     auto frame = std::make_shared<Dict>();
@@ -149,10 +155,8 @@ void Interpreter::exec_for(const Stmt& s, std::string& out) {
     l.items.emplace_back("depth0", Value::integer(0));
     if (k > 0) l.items.emplace_back("previtem", items[k - 1]);
     if (k + 1 < n) l.items.emplace_back("nextitem", items[k + 1]);
-    l.items.emplace_back("cycle", Value::callable("cycle", [k](Interpreter&, Args& a) {
-                           if (a.pos.empty()) throw make_error("no items for cycling given");
-                           return a.pos[static_cast<std::size_t>(k) % a.pos.size()];
-                         }));
+    *position = k;
+    l.items.emplace_back("cycle", cycle);
     frame->set("loop", loop);
     bind(*frame, items[k]);
     scopes_.push_back(frame);
