@@ -152,6 +152,18 @@ TEST(ChatTemplate, HostileTemplatesAreRefusedCleanly) {
   for (int k = 0; k < 1000; ++k) nested_ifs = "{% if 1 %}" + nested_ifs + "{% endif %}";
   EXPECT_THROW(ChatTemplate(nested_ifs, "deep"), il::Error);
   EXPECT_THROW(ChatTemplate("{{ " + std::string(5000, '[') + " }}", "deep"), il::Error);
+  // A macro nesting deep expressions and recursing: refused at run time before the stack runs out.
+  std::string deep_expr;
+  for (int k = 0; k < 90; ++k) deep_expr += "- ";
+  const ChatTemplate deep_rec("{% macro f(n) %}{{ " + deep_expr + "f(n) }}{% endmacro %}{{ f(0) }}", "deeprec");
+  EXPECT_NE(render_error(deep_rec, none).find("nests more than"), std::string::npos) << render_error(deep_rec, none);
+  // Lists nested by a loop, and a namespace holding itself: printing and comparing stay bounded.
+  const ChatTemplate nest("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}", "nest");
+  EXPECT_NE(render_error(nest, none).find("nested more than"), std::string::npos) << render_error(nest, none);
+  const ChatTemplate self("{% set a = namespace() %}{% set b = namespace(o=a) %}{% set a.o = b %}{{ a == b }}{{ a }}{{ [a, b] }}", "self");
+  EXPECT_EQ(self.render(none, false), "False<Namespace>[<Namespace>, <Namespace>]");
+  EXPECT_THROW(ChatTemplate("{% break %}", "b"), il::Error);
+  EXPECT_THROW(ChatTemplate("{% for x in y %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", "b"), il::Error);
   std::string deep_json = std::string(1000, '[') + std::string(1000, ']');
   EXPECT_THROW(ChatTemplate("{{ messages }}", "d").render(ojson::parse(deep_json), false), il::Error);
 }

@@ -952,6 +952,7 @@ void add_globals(Dict& g) {
             for (const auto& [k, v] : p.dict->items) d.dict->set(k, v);
           }
           for (const auto& [k, v] : a.kw) d.dict->set(k, v);
+          update_nest(d);
           return d;
         }));
   g.set("raise_exception", Value::callable("raise_exception", [](Interpreter&, Args& a) -> Value {

@@ -22,6 +22,14 @@ void Interpreter::fail_at(int line, int col, const std::string& what) const {
   throw LocatedError(source_name_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + what);
 }
 
+Interpreter::DepthGuard::DepthGuard(Interpreter& in) : in_(in) {
+  if (++in_.depth_ > in_.limits_.max_depth) {
+    --in_.depth_;
+    throw make_error("the template nests more than ", in_.limits_.max_depth,
+                     " statements, expressions and macro calls deep");
+  }
+}
+
 void Interpreter::step(int64_t n) {
   steps_ += n;
   if (steps_ > limits_.max_steps) {
@@ -36,6 +44,7 @@ std::string Interpreter::render(const Body& body, const Value& vars) {
   for (const auto& [k, v] : vars.dict->items) root->set(k, v);
   scopes_ = {root};
   steps_ = 0;
+  depth_ = 0;
   std::string out;
   exec_body(body, out);
   return out;
@@ -67,6 +76,7 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, std::string& out) {
 
 Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
   step();
+  DepthGuard guard(*this);
   try {
     switch (s.kind) {
       case Stmt::Kind::kText: append(out, s.text); break;
@@ -244,6 +254,7 @@ Value Interpreter::call(const Value& fn, Args& args) {
 }
 
 Value Interpreter::eval(const Expr& e) {
+  DepthGuard guard(*this);
   switch (e.kind) {
     case Expr::Kind::kLiteral: return e.literal;
     case Expr::Kind::kName: return lookup(e.name);
@@ -261,6 +272,7 @@ Value Interpreter::eval(const Expr& e) {
         if (!key.is_string()) throw make_error("dict literal keys must be strings here");
         d.dict->set(key.s, eval(*e.kids[k + 1]));
       }
+      update_nest(d);
       return d;
     }
     case Expr::Kind::kAttr: {

@@ -18,6 +18,7 @@ namespace il::text::jinja {
 struct Limits {
   std::size_t max_output_bytes = std::size_t{64} << 20;
   int max_call_depth = 100;        // macro calls in progress
+  int max_depth = 1000;            // statements and expressions being evaluated, nested (stack)
   int64_t max_steps = 2'000'000;  // statements + loop iterations + filter items (~1 s)
 };
 
@@ -60,6 +61,12 @@ class Interpreter {
   std::vector<std::shared_ptr<Dict>> scopes_;
   int64_t steps_ = 0;
   int call_depth_ = 0;
+  int depth_ = 0;
+  struct DepthGuard {
+    explicit DepthGuard(Interpreter& in);
+    ~DepthGuard() { --in_.depth_; }
+    Interpreter& in_;
+  };
 };
 
 // Builtins (builtins.cc).

@@ -176,7 +176,9 @@ class Parser {
       if (accept_name("if")) s->filter = parse_expression(true);
       if (is_name("recursive")) fail(cur(), "recursive for loops are not supported");
       expect_block_end();
+      ++loop_depth_;
       s->bodies.push_back(parse_body({"else", "endfor"}));
+      --loop_depth_;
       const std::string which = cur().text;
       advance();
       expect_block_end();
@@ -217,11 +219,15 @@ class Parser {
         s->params.emplace_back(std::move(p), dflt);
       }
       expect_block_end();
+      const int loops_outside = loop_depth_;
+      loop_depth_ = 0;  // a macro's body is not inside the loop that defines it
       s->bodies.push_back(parse_body({"endmacro"}));
+      loop_depth_ = loops_outside;
       advance();
       if (cur().type == T::kName) advance();  // {% endmacro name %}
       expect_block_end();
     } else if (k == "break" || k == "continue") {
+      if (loop_depth_ == 0) fail(kw, "'" + k + "' outside a for loop");
       s->kind = k == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue;
       expect_block_end();
     } else if (k == "generation") {
@@ -570,6 +576,7 @@ class Parser {
   const std::string& name_;
   std::size_t pos_ = 0;
   int depth_ = 0;
+  int loop_depth_ = 0;  // for loops around the statement being parsed
 };
 
 }  // namespace

@@ -48,7 +48,21 @@ Value Value::make_list(List items, bool tuple) {
   v.kind = Kind::kList;
   v.is_tuple = tuple;
   v.list = std::make_shared<List>(std::move(items));
+  update_nest(v);
   return v;
+}
+
+void update_nest(Value& v) {
+  int deepest = 0;
+  if (v.is_list()) {
+    for (const Value& x : *v.list) deepest = std::max<int>(deepest, x.nest);
+  } else if (v.is_dict() && !v.is_namespace) {
+    for (const auto& kv : v.dict->items) deepest = std::max<int>(deepest, kv.second.nest);
+  } else {
+    return;
+  }
+  check(deepest + 1 <= kMaxNest, "a list or dict nested more than ", kMaxNest, " levels deep");
+  v.nest = static_cast<uint16_t>(deepest + 1);
 }
 Value Value::make_dict() {
   Value v;
@@ -220,6 +234,7 @@ bool equal(const Value& a, const Value& b) {
       return true;
     case Value::Kind::kDict:
       if (a.dict == b.dict) return true;
+      if (a.is_namespace || b.is_namespace) return false;  // compared by identity, as in Python
       if (a.dict->items.size() != b.dict->items.size()) return false;
       for (const auto& [k, x] : a.dict->items) {
         const Value* y = b.dict->find(k);
@@ -362,7 +377,7 @@ std::string to_json(const Value& v, const JsonStyle& style) {
 
 Value from_json(const nlohmann::ordered_json& j, int depth) {
   using J = nlohmann::ordered_json;
-  check(depth < 256, "chat template input: JSON nested more than 256 levels deep");
+  check(depth < kMaxNest - 1, "chat template input: JSON nested more than ", kMaxNest - 1, " levels deep");
   switch (j.type()) {
     case J::value_t::null: return Value::none();
     case J::value_t::boolean: return Value::boolean(j.get<bool>());
@@ -386,6 +401,7 @@ Value from_json(const nlohmann::ordered_json& j, int depth) {
       for (auto it = j.begin(); it != j.end(); ++it) {
         d.dict->items.emplace_back(it.key(), from_json(it.value(), depth + 1));
       }
+      update_nest(d);
       return d;
     }
     default: throw make_error("chat template input: unsupported JSON value");

@@ -40,6 +40,7 @@ struct Value {
   Kind kind = Kind::kUndefined;
   bool is_tuple = false;      // a list that prints as (a, b)
   bool is_namespace = false;  // a dict whose attributes templates may assign
+  uint16_t nest = 0;          // levels of lists / dicts inside (bounded: see kMaxNest)
   bool b = false;
   int64_t i = 0;
   double f = 0;
@@ -66,6 +67,12 @@ struct Value {
   bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool; }
   double as_double() const { return kind == Kind::kFloat ? f : kind == Kind::kBool ? (b ? 1 : 0) : double(i); }
 };
+
+// Lists and dicts a template builds may nest at most this deep, so that printing, comparing and
+// freeing them (all recursive) cannot exhaust the stack.
+constexpr int kMaxNest = 256;
+// Sets d.nest from its items; throws il::Error beyond kMaxNest.
+void update_nest(Value& d);
 
 struct Dict {
   std::vector<std::pair<std::string, Value>> items;
