@@ -14,6 +14,8 @@ packages=(
   libcpp-httplib-dev libgtest-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev poppler-utils
   clang clang-14 libclang-rt-14-dev
+  # Python jinja2: the oracle of the real chat-template test (tests/text/chat_template_real_test.cc)
+  python3-jinja2
 )
 missing=()
 for p in "${packages[@]}"; do
