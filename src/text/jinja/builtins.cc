@@ -935,9 +935,10 @@ bool apply_test(Interpreter&, const std::string& name, const Value& v, Args& arg
 
 void add_globals(Dict& g) {
   g.set("range", Value::callable("range", g_range));
-  g.set("namespace", Value::callable("namespace", [](Interpreter&, Args& a) {
+  g.set("namespace", Value::callable("namespace", [](Interpreter& in, Args& a) {
           Value ns = Value::make_dict();
           ns.is_namespace = true;
+          in.track_namespace(ns.dict);
           for (const Value& p : a.pos) {
             if (!p.is_dict()) throw make_error("namespace() positional arguments must be mappings");
             for (const auto& [k, v] : p.dict->items) ns.dict->set(k, v);

@@ -41,6 +41,9 @@ class Interpreter {
   const Limits& limits() const { return limits_; }
   // Calls a callable value (macro or builtin).
   Value call(const Value& fn, Args& args);
+  // Namespaces may come to hold themselves (ns.x = ns); render() empties every one it created at
+  // the end, so that no reference cycle outlives it.
+  void track_namespace(std::shared_ptr<Dict> ns) { namespaces_.push_back(std::move(ns)); }
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
@@ -62,6 +65,7 @@ class Interpreter {
   int64_t steps_ = 0;
   int call_depth_ = 0;
   int depth_ = 0;
+  std::vector<std::shared_ptr<Dict>> namespaces_;
   struct DepthGuard {
     explicit DepthGuard(Interpreter& in);
     ~DepthGuard() { --in_.depth_; }
