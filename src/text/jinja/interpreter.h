@@ -73,7 +73,7 @@ class Interpreter {
   };
 };
 
-// Builtins (builtins.cc).
+// Builtins (methods.cc, filters.cc, globals.cc, strings.cc).
 bool has_filter(const std::string& name);
 bool has_test(const std::string& name);
 Value apply_filter(Interpreter& in, const std::string& name, const Value& v, Args& args);
@@ -88,6 +88,6 @@ void add_globals(Dict& globals);
 // Elements of an iterable (list, tuple, dict keys, string characters); undefined is empty.
 List iterate(const Value& v);
 // The number of code points of a UTF-8 string.
-std::size_t utf8_length(const std::string& s);
+std::size_t utf8_length(const std::string& s);  // strings.cc
 
 }  // namespace il::text::jinja
