@@ -46,7 +46,18 @@ std::string Interpreter::render(const Body& body, const Value& vars) {
   steps_ = 0;
   depth_ = 0;
   std::string out;
-  exec_body(body, out);
+  auto release = [this] {
+    for (auto& ns : namespaces_) ns->items.clear();
+    namespaces_.clear();
+    scopes_.clear();
+  };
+  try {
+    exec_body(body, out);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
   return out;
 }
 

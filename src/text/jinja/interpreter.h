@@ -41,6 +41,9 @@ class Interpreter {
   const Limits& limits() const { return limits_; }
   // Calls a callable value (macro or builtin).
   Value call(const Value& fn, Args& args);
+  // Namespaces may come to hold themselves (ns.x = ns); render() empties every one it created at
+  // the end, so that no reference cycle outlives it.
+  void track_namespace(std::shared_ptr<Dict> ns) { namespaces_.push_back(std::move(ns)); }
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
@@ -62,6 +65,7 @@ class Interpreter {
   int64_t steps_ = 0;
   int call_depth_ = 0;
   int depth_ = 0;
+  std::vector<std::shared_ptr<Dict>> namespaces_;
   struct DepthGuard {
     explicit DepthGuard(Interpreter& in);
     ~DepthGuard() { --in_.depth_; }
@@ -69,7 +73,7 @@ class Interpreter {
   };
 };
 
-// Builtins (builtins.cc).
+// Builtins (methods.cc, filters.cc, globals.cc, strings.cc).
 bool has_filter(const std::string& name);
 bool has_test(const std::string& name);
 Value apply_filter(Interpreter& in, const std::string& name, const Value& v, Args& args);
@@ -84,6 +88,6 @@ void add_globals(Dict& globals);
 // Elements of an iterable (list, tuple, dict keys, string characters); undefined is empty.
 List iterate(const Value& v);
 // The number of code points of a UTF-8 string.
-std::size_t utf8_length(const std::string& s);
+std::size_t utf8_length(const std::string& s);  // strings.cc
 
 }  // namespace il::text::jinja
