@@ -223,6 +223,11 @@ class Engine {
   // the folder's image processor does, into the rows a prompt's image takes (transformers'
   // pixel_values and image_grid_thw). Const and thread-safe (decode on worker threads).
   virtual PatchImage load_prompt_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
+  // Multimodal generating models: a prompt holding one image token per image (as a chat template
+  // renders them) with each expanded to the image's count of tokens (t · h · w / merge²), as the
+  // model's processor does. Throws il::Error when the placeholders and the images disagree.
+  virtual std::vector<int32_t> expand_image_placeholders(const std::vector<int32_t>& ids,
+                                                         const std::vector<PatchImage>& images) const;
   // OCR models (capabilities.ocr): the request that reads one page for a task ("text", "table",
   // "formula"): the model's prompt around the page's image tokens, and its OCR decoding defaults
   // (greedy, the anti-loop guard; docs/glm-ocr.md). The caller may change options after.

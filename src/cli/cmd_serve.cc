@@ -43,6 +43,8 @@ EngineOptions engine_options(const server::ServeOptions& o) {
   options.dtype = o.dtype;
   options.max_batch_tokens = o.max_batch_tokens;
   options.threads = o.threads;
+  options.kv_cache_tokens = o.kv_cache_tokens;
+  options.kv_page_size = o.kv_page_size;
   return options;
 }
 
@@ -203,6 +205,18 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str()->envname("IL_IMAGE_WORKERS");
   cmd->add_option("--served-model-name", o->served_model_name, "Model name in /info and OpenAI answers (default: the folder name)")
       ->envname("IL_SERVED_MODEL_NAME");
+  cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens,
+                  "Generating models: KV cache budget in tokens shared by the requests in flight (0 = 8192 on the "
+                  "CPU, 131072 on a GPU)")
+      ->capture_default_str()->envname("IL_KV_CACHE_TOKENS");
+  cmd->add_option("--kv-page-size", o->kv_page_size, "Generating models: tokens per KV cache page")
+      ->capture_default_str()->check(CLI::Range(1, 4096))->envname("IL_KV_PAGE_SIZE");
+  cmd->add_option("--max-new-tokens-limit", o->max_new_tokens_limit,
+                  "Generating models: the most tokens one request may ask for (max_tokens above it: 422)")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 24))->envname("IL_MAX_NEW_TOKENS_LIMIT");
+  cmd->add_option("--max-images-per-request", o->max_images_per_request,
+                  "Generating models: images one chat request may hold (more: 413)")
+      ->capture_default_str()->check(CLI::Range(0, 1024))->envname("IL_MAX_IMAGES_PER_REQUEST");
   return {cmd, [o] { run_serve(*o); }};
 }
 

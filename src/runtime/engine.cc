@@ -383,6 +383,28 @@ class LocalEngine final : public Engine {
     return prompt_loader_->load(bytes, name);
   }
 
+  std::vector<int32_t> expand_image_placeholders(const std::vector<int32_t>& ids,
+                                                 const std::vector<PatchImage>& images) const override {
+    check(model_.generation && model_.generation->image_token >= 0, "this model takes no images in its prompts");
+    const models::GenerationSpec& g = *model_.generation;
+    std::vector<int32_t> out;
+    std::size_t next = 0;
+    for (int32_t id : ids) {
+      if (id != g.image_token) {
+        out.push_back(id);
+        continue;
+      }
+      check(next < images.size(), "the prompt holds more image placeholders than the ", images.size(),
+            " images given");
+      const auto [t, h, w] = images[next++].grid_thw;
+      const std::size_t n = static_cast<std::size_t>(t) * static_cast<std::size_t>(h) * static_cast<std::size_t>(w) /
+                            std::max<std::size_t>(g.image_row_divisor, 1);
+      out.insert(out.end(), n, g.image_token);
+    }
+    check(next == images.size(), "the prompt holds ", next, " image placeholders for ", images.size(), " images");
+    return out;
+  }
+
   GenerationRequest ocr_request(PatchImage page, std::string_view task) const override {
     check(model_.generation && model_.generation->ocr_prompt, "this model does not read pages (it is not an OCR model)");
     check(tokenizer_.has_value(), "OCR needs the folder's tokenizer.json (none was found)");
@@ -671,6 +693,11 @@ void Engine::cancel_generation(GenerationId) {}
 GenerationLoad Engine::generation_load() const { return {}; }
 
 PatchImage Engine::load_prompt_image(const std::vector<std::uint8_t>&, std::string_view) const {
+  throw Error("this model takes no images in its prompts");
+}
+
+std::vector<int32_t> Engine::expand_image_placeholders(const std::vector<int32_t>&,
+                                                      const std::vector<PatchImage>&) const {
   throw Error("this model takes no images in its prompts");
 }
 

@@ -12,10 +12,12 @@
 
 #include "inferencelayer/engine.h"
 #include "server/batcher.h"
+#include "server/gen_scheduler.h"
 #include "server/http_message.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 #include "server/worker_pool.h"
+#include "text/chat_template.h"
 
 namespace il::server {
 
@@ -27,6 +29,8 @@ struct Context {
   WorkerPool& image_workers;  // decode + preprocess images in parallel (never on the inference thread)
   Batcher& batcher;
   std::string model_name;  // --served-model-name, or the folder's name
+  GenScheduler* generation = nullptr;  // generating models: the step scheduler
+  std::shared_ptr<const text::ChatTemplate> chat_template;  // the folder's, when it has one
 };
 
 // The per-response breakdown sent as x-tokenization-time / x-queue-time / x-inference-time.

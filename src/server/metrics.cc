@@ -51,7 +51,9 @@ Metrics::Metrics()
       inference_(kSecondsBuckets),
       request_(kSecondsBuckets),
       batch_tokens_(kTokenBuckets),
-      batch_sequences_(kTokenBuckets) {}
+      batch_sequences_(kTokenBuckets),
+      first_token_(kSecondsBuckets),
+      inter_token_(kSecondsBuckets) {}
 
 void Metrics::count_request(const std::string& route, int status) {
   std::lock_guard lock(counts_mutex_);
@@ -110,6 +112,23 @@ std::string Metrics::render() const {
   queue_.render(out, "il_request_queue_duration_seconds", "Time from queued to the first forward pass.");
   inference_.render(out, "il_request_inference_duration_seconds", "Forward-pass time per request.");
   request_.render(out, "il_request_duration_seconds", "Whole request time.");
+  if (generating_.load()) {
+    first_token_.render(out, "il_time_to_first_token_seconds", "From a generation request's arrival to its first token.");
+    inter_token_.render(out, "il_inter_token_latency_seconds", "Between two tokens of one generation request.");
+    const auto gauge = [&](const char* name, const char* help, const char* type, std::uint64_t v) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+             std::to_string(v) + "\n";
+    };
+    gauge("il_generated_tokens_total", "Tokens generated.", "counter", generated_.load());
+    gauge("il_prompt_tokens_total", "Prompt tokens prefilled.", "counter", prompt_tokens_.load());
+    gauge("il_generation_cancelled_total", "Generation requests dropped because their client left.", "counter",
+          cancelled_.load());
+    gauge("il_generation_running", "Sequences decoding (holding KV cache pages).", "gauge", gen_running_.load());
+    gauge("il_generation_waiting", "Generation requests waiting for room in the KV cache.", "gauge",
+          gen_waiting_.load());
+    gauge("il_kv_cache_pages_used", "KV cache pages held by sequences.", "gauge", kv_used_.load());
+    gauge("il_kv_cache_pages_total", "KV cache pages.", "gauge", kv_total_.load());
+  }
   return out;
 }
 

@@ -47,6 +47,21 @@ class Metrics {
   void count_dropped() { dropped_.fetch_add(1); }
   void add_in_flight(int delta) { in_flight_.fetch_add(delta); }
 
+  // Generation (the step scheduler): time to first token and between tokens per request, the
+  // tokens produced, the sequences running and waiting, the KV cache's pages in use.
+  void observe_first_token(double seconds) { first_token_.observe(seconds); }
+  void observe_inter_token(double seconds) { inter_token_.observe(seconds); }
+  void count_generated(std::size_t tokens) { generated_.fetch_add(tokens); }
+  void count_prompt_tokens(std::size_t tokens) { prompt_tokens_.fetch_add(tokens); }
+  void set_generation_load(std::size_t running, std::size_t waiting, std::size_t pages_used, std::size_t pages_total) {
+    gen_running_.store(running);
+    gen_waiting_.store(waiting);
+    kv_used_.store(pages_used);
+    kv_total_.store(pages_total);
+    generating_.store(true);
+  }
+  void count_cancelled() { cancelled_.fetch_add(1); }
+
   // The transport's connection counters, rendered with the rest (not owned).
   void set_http_counters(const HttpCounters* counters) { http_ = counters; }
 
@@ -62,6 +77,10 @@ class Metrics {
   std::atomic<int> in_flight_{0};
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> dropped_{0};
+  Histogram first_token_, inter_token_;
+  std::atomic<std::uint64_t> generated_{0}, prompt_tokens_{0}, cancelled_{0};
+  std::atomic<std::size_t> gen_running_{0}, gen_waiting_{0}, kv_used_{0}, kv_total_{0};
+  std::atomic<bool> generating_{false};
   const HttpCounters* http_ = nullptr;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <nlohmann/json.hpp>
+
 #include "server/api_error.h"
 
 namespace il::server {
@@ -95,6 +97,29 @@ RouteTable::screen(const HttpRequest &head, const std::string &api_key) const {
     return res;
   }
   return std::nullopt;
+}
+
+} // namespace il::server
+
+namespace il::server {
+
+bool openai_generation_path(const std::string &path) {
+  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/models";
+}
+
+void to_openai_error(HttpResponse &response) {
+  std::string message = response.body, type;
+  const nlohmann::json j = nlohmann::json::parse(response.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_string()) {
+    message = j["error"].get<std::string>();
+    if (j.contains("error_type") && j["error_type"].is_string()) type = j["error_type"].get<std::string>();
+  }
+  const char *kind = response.status == 429   ? "rate_limit_error"
+                     : response.status == 401 ? "authentication_error"
+                     : response.status >= 500 ? "server_error"
+                                              : "invalid_request_error";
+  nlohmann::json e = {{"message", message}, {"type", kind}, {"param", nullptr}, {"code", response.status}};
+  response.json(nlohmann::json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 } // namespace il::server

@@ -42,3 +42,14 @@ HttpResponse error_response(int status, const std::string &type,
                             const std::string &message);
 
 } // namespace il::server
+
+namespace il::server {
+
+// The OpenAI generation routes (/v1/completions, /v1/chat/completions, /v1/models) answer errors
+// in OpenAI's shape, which clients of those routes parse.
+bool openai_generation_path(const std::string &path);
+// Rewrites an error_response body {"error": m, "error_type": t} as OpenAI's
+// {"error": {"message": m, "type": ..., "param": null, "code": status}} (same status).
+void to_openai_error(HttpResponse &response);
+
+} // namespace il::server

@@ -18,6 +18,8 @@
 
 namespace il::server {
 
+class Responder;  // server/http_server.h
+
 struct ModelCall {
   JobKind kind = JobKind::kPooled;
   std::vector<TokenInput> inputs;
@@ -28,6 +30,10 @@ struct ModelCall {
   std::string failure_type = "Backend";
   std::string failure_prefix;
   std::vector<ImageInput> images;  // image kinds (preprocessed on the image workers)
+  // Generation routes: instead of a batcher job, started with the request's responder; the
+  // route answers through it (whole, or as a stream) and calls `finished` once with the status
+  // it answered, so the server counts the request and frees its concurrency slot.
+  std::function<void(const Responder& responder, std::function<void(int status)> finished)> start;
 };
 
 using Handler = std::function<std::optional<ModelCall>(const HttpRequest&, HttpResponse&, Timings&)>;
@@ -46,6 +52,7 @@ void add_openai_routes(Router& router, Context& ctx);    // /v1/embeddings
 void add_rerank_routes(Router& router, Context& ctx);    // /rerank /predict /v1/rerank
 void add_token_routes(Router& router, Context& ctx);     // /tokenize /decode
 void add_info_routes(Router& router, Context& ctx);      // /info /health /metrics
+void add_generation_routes(Router& router, Context& ctx);  // /v1/completions /v1/chat/completions /v1/models
 
 // Shared by the embedding routes: the first `dims` values of a raw pooled row (0 = all),
 // L2-normalised after the cut when asked (as sentence-transformers does for Matryoshka).

@@ -32,6 +32,11 @@ struct ServeOptions {
   std::size_t tokenization_workers = 0;      // 0 = a quarter of the hardware threads, 2 to 8
   std::size_t image_workers = 0;             // image decoding threads, 0 = one per hardware thread
   std::string served_model_name;             // default: the folder name
+  // Generating models.
+  std::size_t kv_cache_tokens = 0;           // 0: the engine's default
+  std::size_t kv_page_size = 64;
+  std::size_t max_new_tokens_limit = 16384;  // a request asking more: 422
+  std::size_t max_images_per_request = 8;    // more: 413
 };
 
 }  // namespace il::server

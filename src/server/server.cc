@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/batcher.h"
+#include "server/chat_prompt.h"
+#include "server/gen_scheduler.h"
 #include "server/context.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -92,6 +94,12 @@ struct Server::Impl final : HttpApp {
         batcher(*engine, o.max_batch_tokens, o.max_batch_requests, metrics),
         ctx{o, *engine, metrics, tokenizers, image_workers, batcher, default_model_name(o)} {
     metrics.set_http_counters(&http.counters());
+    if (engine->info().capabilities.generate) {
+      generation.emplace(*engine, metrics);
+      ctx.generation = &*generation;
+      ctx.chat_template = load_chat_template(o.model);
+    }
+    add_generation_routes(routes, ctx);
     add_embed_routes(routes, ctx);
     add_openai_routes(routes, ctx);
     add_rerank_routes(routes, ctx);
@@ -101,7 +109,9 @@ struct Server::Impl final : HttpApp {
 
   // Decided on the head alone, before a body byte is read.
   std::optional<HttpResponse> screen(const HttpRequest &head) override {
-    return routes.screen(head, options.api_key);
+    std::optional<HttpResponse> refusal = routes.screen(head, options.api_key);
+    if (refusal && openai_generation_path(head.path)) to_openai_error(*refusal);
+    return refusal;
   }
 
   void handle(HttpRequest request, Responder responder) override {
@@ -145,9 +155,33 @@ struct Server::Impl final : HttpApp {
     std::string().swap(
         ex->request
             .body); // parsed: its memory is not needed while the model runs
-    if (call && !failed(*ex))
+    if (call && !failed(*ex)) {
+      if (call->start) return start(ex, std::move(call->start));
       return submit(ex, std::make_shared<ModelCall>(std::move(*call)));
+    }
     finish(ex);
+  }
+
+  // A generation route answers through the responder itself (perhaps as a stream, long after
+  // this returns) and tells when it has, with the status it answered.
+  void start(const std::shared_ptr<Exchange> &ex,
+             std::function<void(const Responder &, std::function<void(int)>)> begin) {
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    auto finished = [this, ex, once](int status) {
+      if (once->exchange(true)) return;
+      ex->response.status = status;
+      count(*ex);
+      if (ex->route->compute) {
+        in_flight.fetch_sub(1);
+        metrics.add_in_flight(-1);
+      }
+    };
+    bool started = false;
+    attempt(*ex, [&] {
+      begin(ex->responder, finished);
+      started = true;
+    });
+    if (!started && !once->exchange(true)) finish(ex);
   }
 
   void submit(const std::shared_ptr<Exchange> &ex,
@@ -224,6 +258,7 @@ struct Server::Impl final : HttpApp {
       in_flight.fetch_sub(1);
       metrics.add_in_flight(-1);
     }
+    if (failed(*ex) && openai_generation_path(ex->path)) to_openai_error(ex->response);
     ex->responder.respond(std::move(ex->response));
   }
 
@@ -238,6 +273,7 @@ struct Server::Impl final : HttpApp {
   WorkerPool tokenizers;
   WorkerPool image_workers;
   Batcher batcher;
+  std::optional<GenScheduler> generation;  // generating models
   Context ctx;
   std::atomic<std::size_t> in_flight{0};
 };
@@ -251,6 +287,7 @@ int Server::bind() { return impl_->http.bind(); }
 
 void Server::run() {
   impl_->http.run();
+  if (impl_->generation) impl_->generation->stop();
   impl_->batcher.stop();
 }
 
@@ -258,6 +295,7 @@ void Server::stop() { impl_->http.stop(); }
 
 void Server::abort() {
   impl_->batcher.cancel_queued("the server is shutting down");
+  if (impl_->generation) impl_->generation->stop();
   impl_->http.abort();
 }
 

@@ -22,8 +22,10 @@ Run on a machine with torch, transformers 5.x, tokenizers, pillow:
 
     python3 tools/oracle/make_glm_ocr_pipeline_fixtures.py --out tests/fixtures
 
-Writes tests/fixtures/glm-ocr-pipeline/: tokenizer.json, tokenizer_config.json,
-preprocessor_config.json, page1.png, page2.png, expected.json.
+Writes tests/fixtures/glm-ocr-pipeline/, a whole model folder: config.json and
+generation_config.json (copies), model.safetensors (a link to ../glm-ocr's), tokenizer.json,
+tokenizer_config.json, preprocessor_config.json, chat_template.jinja, page1.png, page2.png,
+expected.json.
 """
 
 import os
@@ -118,6 +120,7 @@ def build(out, glm_dir):
     for extra in ("special_tokens_map.json", "chat_template.jinja"):
         if (d / extra).exists():
             (d / extra).unlink()
+    (d / "chat_template.jinja").write_text(TEMPLATE)
 
     pre = {
         "image_processor_type": "Glm46VImageProcessor",
@@ -150,7 +153,7 @@ def build(out, glm_dir):
             if f.name != "expected.json" and f.name != "rope_expected.json":
                 shutil.copy(f, t / f.name)
         for f in d.iterdir():
-            if f.suffix != ".png":
+            if f.suffix != ".png" and not (t / f.name).exists():
                 shutil.copy(f, t / f.name)
         image_processor = transformers.AutoImageProcessor.from_pretrained(str(t))
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(t))
@@ -193,6 +196,10 @@ def build(out, glm_dir):
                   repr(case["greedy_text"]))
             cases.append(case)
 
+    # A whole model folder: the weights' fixture's config files, its weights by a link.
+    for name in ("config.json", "generation_config.json"):
+        shutil.copy(glm_dir / name, d / name)
+    (d / "model.safetensors").symlink_to(Path("..") / glm_dir.name / "model.safetensors")
     meta = {"transformers": transformers.__version__, "torch": torch.__version__,
             "tokenizers": tokenizers.__version__, "new_tokens": NEW_TOKENS, "template": TEMPLATE}
     (d / "expected.json").write_text(json.dumps({"meta": meta, "cases": cases}) + "\n")

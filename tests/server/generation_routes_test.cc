@@ -1,0 +1,290 @@
+// The OpenAI generation routes on the tiny GLM-OCR (tests/fixtures/glm-ocr-pipeline: a whole
+// folder with tokenizer, image processor and chat template): a chat completion with a page image
+// gives the text transformers generated from the same PNG bytes (greedy: the folder's
+// generation_config.json does not sample), whole and streamed as server-sent events; requests in
+// flight together, stop strings, client departures, limits and errors in OpenAI's shape.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/base64.h"
+#include "server_test_util.h"
+
+namespace il::server_test {
+namespace {
+
+const char* kModel = "glm-ocr-pipeline";
+
+json expected() {
+  std::ifstream in(cli_test::fixture_dir(kModel) / "expected.json");
+  return json::parse(in);
+}
+
+std::string data_uri(const std::string& page) {
+  std::ifstream in(cli_test::fixture_dir(kModel) / page, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string b64;
+  append_base64(b64, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return "data:image/png;base64," + b64;
+}
+
+const char* task_text(const std::string& task) {
+  return task == "table" ? "Table Recognition:" : task == "formula" ? "Formula Recognition:" : "Text Recognition:";
+}
+
+json chat_body(const json& c, std::size_t max_tokens) {
+  return {{"model", "glm-ocr"},
+          {"max_tokens", max_tokens},
+          {"messages",
+           json::array({{{"role", "user"},
+                         {"content", json::array({{{"type", "image_url"},
+                                                   {"image_url", {{"url", data_uri(c.at("page"))}}}},
+                                                  {{"type", "text"}, {"text", task_text(c.at("task"))}}})}}})}};
+}
+
+// The events of a server-sent-events body: each `data: ` payload.
+std::vector<std::string> events(const std::string& body) {
+  std::vector<std::string> out;
+  std::istringstream in(body);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("data: ", 0) == 0) out.push_back(line.substr(6));
+  return out;
+}
+
+TEST(GenerationRoutes, ChatWithAPageImageMatchesTransformers) {
+  ServerProcess server(kModel, {"--device", "cpu", "--kv-page-size", "4"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json e = expected();
+  for (const json& k : e.at("cases")) {
+    const std::size_t n = k.at("greedy").size();
+    const auto r = post(c, "/v1/chat/completions", chat_body(k, n));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json j = body_of(r);
+    EXPECT_EQ(j.at("object"), "chat.completion");
+    EXPECT_EQ(j.at("choices")[0].at("message").at("role"), "assistant");
+    EXPECT_EQ(j.at("choices")[0].at("message").at("content"), k.at("greedy_text")) << k.at("page") << k.at("task");
+    EXPECT_EQ(j.at("choices")[0].at("finish_reason"), "length");
+    EXPECT_EQ(j.at("usage").at("prompt_tokens"), k.at("input_ids").size()) << "the processor's prompt";
+    EXPECT_EQ(j.at("usage").at("completion_tokens"), n);
+    EXPECT_EQ(j.at("usage").at("total_tokens"), k.at("input_ids").size() + n);
+  }
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+TEST(GenerationRoutes, StreamedChunksJoinToTheWholeAnswer) {
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json k = expected().at("cases")[1];
+  json body = chat_body(k, k.at("greedy").size());
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  const auto r = post(c, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type").rfind("text/event-stream", 0), 0u);
+  const auto ev = events(r->body);
+  ASSERT_GE(ev.size(), 4u) << r->body;
+  EXPECT_EQ(ev.back(), "[DONE]");
+  std::string text;
+  std::string id;
+  for (std::size_t i = 0; i + 3 < ev.size(); ++i) {
+    const json j = json::parse(ev[i]);
+    EXPECT_EQ(j.at("object"), "chat.completion.chunk");
+    if (i == 0) {
+      EXPECT_EQ(j.at("choices")[0].at("delta").at("role"), "assistant");
+      id = j.at("id");
+    }
+    EXPECT_EQ(j.at("id"), id) << "one id for every chunk of a completion";
+    EXPECT_TRUE(j.at("choices")[0].at("finish_reason").is_null());
+    text += j.at("choices")[0].at("delta").value("content", "");
+  }
+  EXPECT_EQ(text, k.at("greedy_text"));
+  const json last = json::parse(ev[ev.size() - 3]);
+  EXPECT_EQ(last.at("choices")[0].at("finish_reason"), "length");
+  EXPECT_EQ(last.at("usage").at("completion_tokens"), k.at("greedy").size());
+  const json usage = json::parse(ev[ev.size() - 2]);  // stream_options.include_usage
+  EXPECT_TRUE(usage.at("choices").empty());
+  EXPECT_EQ(usage.at("usage").at("prompt_tokens"), k.at("input_ids").size());
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+// Eight clients at once over a cache that holds about two requests: they queue, join the running
+// batch as pages free, and each gets transformers' text.
+TEST(GenerationRoutes, ConcurrentRequestsJoinTheRunningBatch) {
+  ServerProcess server(kModel, {"--device", "cpu", "--kv-cache-tokens", "200", "--kv-page-size", "4"});
+  ASSERT_TRUE(server.started());
+  const json e = expected();
+  std::vector<std::string> got(8);
+  std::vector<int> status(8, 0);
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < 8; ++i)
+    clients.emplace_back([&, i] {
+      auto c = server.client();
+      const json& k = e.at("cases")[i % 4];
+      json body = chat_body(k, k.at("greedy").size());
+      body["stream"] = i % 2 == 1;
+      const auto r = post(c, "/v1/chat/completions", body);
+      if (!r) return;
+      status[i] = r->status;
+      if (i % 2 == 0) {
+        got[i] = json::parse(r->body).at("choices")[0].at("message").at("content");
+      } else {
+        for (const std::string& ev : events(r->body))
+          if (ev != "[DONE]") got[i] += json::parse(ev).at("choices")[0].at("delta").value("content", "");
+      }
+    });
+  for (auto& t : clients) t.join();
+  for (std::size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(status[i], 200) << "client " << i;
+    EXPECT_EQ(got[i], e.at("cases")[i % 4].at("greedy_text")) << "client " << i;
+  }
+  auto c = server.client();
+  const auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("il_time_to_first_token_seconds_count 8"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("il_generation_running 0"), std::string::npos);
+  EXPECT_NE(m->body.find("il_kv_cache_pages_used 0"), std::string::npos);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+TEST(GenerationRoutes, CompletionsAndStopStrings) {
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json k = expected().at("cases")[0];
+  const std::string full = k.at("greedy_text");
+  // The prompt as token ids: the text prompt of the chat route without its image.
+  auto r = post(c, "/v1/completions", {{"prompt", "Text Recognition:"}, {"max_tokens", 6}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = body_of(r);
+  EXPECT_EQ(j.at("object"), "text_completion");
+  const std::string plain = j.at("choices")[0].at("text");
+  const std::size_t prompt_tokens = j.at("usage").at("prompt_tokens");
+  // Default max_tokens is OpenAI's 16.
+  r = post(c, "/v1/completions", {{"prompt", "Text Recognition:"}});
+  ASSERT_TRUE(r);
+  EXPECT_LE(body_of(r).at("usage").at("completion_tokens").get<int>(), 16);
+  // A stop string: the answer ends just before it (never holds it), finish_reason stop, also
+  // streamed.
+  const std::string stop = full.substr(10, 3);
+  json chat = chat_body(k, k.at("greedy").size());
+  chat["stop"] = stop;
+  r = post(c, "/v1/chat/completions", chat);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = body_of(r);
+  EXPECT_EQ(j.at("choices")[0].at("message").at("content"), full.substr(0, full.find(stop)));
+  EXPECT_EQ(j.at("choices")[0].at("finish_reason"), "stop");
+  chat["stream"] = true;
+  r = post(c, "/v1/chat/completions", chat);
+  ASSERT_TRUE(r);
+  std::string streamed;
+  for (const std::string& ev : events(r->body))
+    if (ev != "[DONE]") streamed += json::parse(ev).at("choices")[0].at("delta").value("content", "");
+  EXPECT_EQ(streamed, full.substr(0, full.find(stop)));
+  (void)plain;
+  (void)prompt_tokens;
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+void expect_openai_error(const httplib::Result& r, int status, const std::string& needle) {
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, status) << r->body;
+  const json j = json::parse(r->body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error") && j["error"].is_object()) << r->body;
+  EXPECT_TRUE(j["error"].contains("type"));
+  const std::string msg = j["error"].value("message", "");
+  EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+}
+
+TEST(GenerationRoutes, BadRequestsGetOpenAiErrors) {
+  ServerProcess server(kModel, {"--device", "cpu", "--max-images-per-request", "1", "--max-new-tokens-limit", "100"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json k = expected().at("cases")[0];
+  expect_openai_error(post(c, "/v1/chat/completions", {{"messages", json::array()}}), 422, "messages");
+  json b = chat_body(k, 8);
+  b["n"] = 2;
+  expect_openai_error(post(c, "/v1/chat/completions", b), 422, "'n'");
+  b = chat_body(k, 500);
+  expect_openai_error(post(c, "/v1/chat/completions", b), 422, "max_tokens");
+  b = chat_body(k, 8);
+  b["temperature"] = -1;
+  expect_openai_error(post(c, "/v1/chat/completions", b), 422, "temperature");
+  b = chat_body(k, 8);
+  b["messages"][0]["content"][0]["image_url"]["url"] = "data:image/png;base64,bm90IGFuIGltYWdl";
+  expect_openai_error(post(c, "/v1/chat/completions", b), 422, "image 1");
+  b = chat_body(k, 8);
+  b["messages"][0]["content"][0]["image_url"]["url"] = "https://example.com/page.png";
+  expect_openai_error(post(c, "/v1/chat/completions", b), 422, "fetches no URLs");
+  b = chat_body(k, 8);
+  b["messages"][0]["content"].push_back(b["messages"][0]["content"][0]);
+  expect_openai_error(post(c, "/v1/chat/completions", b), 413, "max-images-per-request");
+  b = chat_body(k, 8);
+  b["messages"][0]["role"] = "wizard";
+  expect_openai_error(post(c, "/v1/chat/completions", b), 422, "role");
+  expect_openai_error(post(c, "/v1/completions", {{"prompt", json::array({999999})}}), 422, "vocabulary");
+  expect_openai_error(post_raw(c, "/v1/completions", "{not json"), 422, "");
+  // After all that the server still answers.
+  const auto ok = post(c, "/v1/completions", {{"prompt", "Text"}, {"max_tokens", 2}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  // /v1/models lists the one model.
+  const auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(body_of(models).at("data")[0].at("id"), kModel);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+TEST(GenerationRoutes, EmbeddingModelsRefuseGenerationAndBackAgain) {
+  ServerProcess embed("bert-mean");
+  ASSERT_TRUE(embed.started());
+  auto c = embed.client();
+  expect_openai_error(post(c, "/v1/chat/completions", {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}}),
+                      424, "does not generate");
+  EXPECT_EQ(embed.terminate(), 0);
+  ServerProcess gen(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(gen.started());
+  auto g = gen.client();
+  const auto r = post(g, "/v1/embeddings", {{"input", "hello"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 424) << r->body;
+  EXPECT_EQ(gen.terminate(), 0);
+}
+
+// A streaming client that leaves: its sequence is dropped at the next step (counted), and the
+// cache is empty again.
+TEST(GenerationRoutes, AClientThatLeavesFreesItsSequence) {
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  {
+    RawConnection conn(server.port());
+    ASSERT_TRUE(conn.connected());
+    const std::string body =
+        json{{"prompt", "Text Recognition:"}, {"max_tokens", 900}, {"stream", true}, {"stop", json::array()}}.dump();
+    ASSERT_TRUE(conn.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }  // closed mid-stream
+  auto c = server.client();
+  bool freed = false;
+  for (int i = 0; i < 100 && !freed; ++i) {
+    const auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    freed = m->body.find("il_generation_running 0") != std::string::npos &&
+            m->body.find("il_kv_cache_pages_used 0") != std::string::npos;
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(freed);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+}  // namespace
+}  // namespace il::server_test
