@@ -74,13 +74,13 @@ Decoder build_decoder(BuiltModel& m, const GlmOcrConfig& cfg, const WeightSource
                                     H, plan.whole(normed), plan.slice(wide, 0, qkv_cols), Bias::kNone));
     // M-RoPE: GPT-J pairs over the first rotary_dim columns, frequency j (one inv_freq table
     // over rotary_dim) turning with the token's temporal, height or width position by section.
-    plan::RopeStep rope{q, heads, hd, static_cast<std::size_t>(c.rotary_dim), c.rope_theta, true};
+    // The query and key heads sit side by side in `wide` and turn alike, so one step (one launch
+    // per layer and step) rotates both.
+    plan::RopeStep rope{View{wide, 0, qw + kvw}, heads + kv_heads, hd, static_cast<std::size_t>(c.rotary_dim),
+                        c.rope_theta, true};
     rope.sections.assign(c.mrope_section.begin(), c.mrope_section.end());
     rope.freq_dim = static_cast<std::size_t>(c.rotary_dim);
-    l.add(L + "q_rope", rope);
-    rope.x = k;
-    rope.heads = kv_heads;
-    l.add(L + "k_rope", rope);
+    l.add(L + "qk_rope", rope);
     l.add(L + "kv_write", plan::KvWriteStep{k, v, kc, vc});
     plan::CachedAttentionStep att;
     att.q = q;
@@ -144,8 +144,14 @@ void build_head(plan::Plan& plan, const GlmOcrConfig& cfg, const WeightSource& s
   const std::string table = cfg.tie_word_embeddings ? kText + "embed_tokens.weight" : "lm_head.weight";
   check(cfg.tie_word_embeddings || src.has("lm_head.weight"), "GLM-OCR checkpoint: no tensor lm_head.weight (and ",
         "tie_word_embeddings is false)");
-  const BufferId last = plan.add_buffer("last_hidden", Rows::kSequences, static_cast<std::size_t>(c.hidden));
-  const BufferId logits = plan.add_buffer("logits", Rows::kSequences, static_cast<std::size_t>(c.vocab));
+  // The head runs in the serving precision, as transformers' lm_head does: the GEMM then reads
+  // the vocabulary × hidden weights once in that type (half the bytes of the f32 copy the default
+  // f32 sequence rows would make it meet), which at batch 1 is most of the head's time. The
+  // logits are read back as f32.
+  const BufferId last = plan.add_buffer("last_hidden", Rows::kSequences, static_cast<std::size_t>(c.hidden),
+                                        plan::Elem::kActivation);
+  const BufferId logits = plan.add_buffer("logits", Rows::kSequences, static_cast<std::size_t>(c.vocab),
+                                          plan::Elem::kActivation);
   l.add("last_token", plan::PoolStep{plan.whole(d.normed), PoolingMode::kLastToken, plan.whole(last)});
   plan::GemmStep g;
   g.x = plan.whole(last);

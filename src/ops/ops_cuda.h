@@ -102,8 +102,8 @@ void inject_rows_cuda(const InjectRowsArgs& a, cudaStream_t stream);
 void cached_attention_cuda(const CachedAttentionArgs& a, std::size_t tokens, cudaStream_t stream);
 // How many runs cached_attention_cuda cuts each token's entries into for `tokens` launched tokens
 // (1 when the workspace of that many floats cannot hold more).
-std::size_t cached_attention_splits(std::size_t tokens, std::size_t heads, std::size_t head_dim,
-                                    std::size_t workspace_floats);
+std::size_t cached_attention_splits(std::size_t tokens, std::size_t heads, std::size_t kv_heads,
+                                    std::size_t head_dim, std::size_t workspace_floats);
 
 // out: f32 (pooled rows, read back as f32) or x's element type (selected rows that stay
 // activations).

@@ -5,6 +5,10 @@
 //   tokens), GQA, head dims 40 / 64 / 128 / 256 (one to eight values per lane), padding tokens of
 //   cache length 0 written as zeros. Tolerance: f32 1e-5 (both sum in f32, in other orders);
 //   half types: the output's rounding (2 u of the largest |value|) plus the f32 sum's slack.
+// - cached attention at GLM-OCR's decode geometry (16 query heads on 8 KV heads of 128, page
+//   sizes 64 and 16, caches of 1,811 to about 2,000 entries), one decode token per sequence, batch
+//   1 (entries split over many blocks) and 64 (a few splits) plus padding tokens: the grouped kernel
+//   that reads each K / V row once per KV group. Same tolerances.
 // - kv_write and inject_rows: exact copies (the same bits), padding rows (index -1) untouched.
 #include <gtest/gtest.h>
 
@@ -105,7 +109,8 @@ TEST_P(CachedAttentionParity, MatchesCpu) {
   for (bool split : {false, true}) {
     a.workspace = split ? workspace.get() : nullptr;
     a.workspace_floats = split ? 1024 * (hd + 2) : 0;
-    const std::size_t splits = split ? ops::cached_attention_splits(tokens, a.heads, hd, a.workspace_floats) : 1;
+    const std::size_t splits =
+        split ? ops::cached_attention_splits(tokens, a.heads, a.kv_heads, hd, a.workspace_floats) : 1;
     if (split) {
       EXPECT_GT(splits, 1u);
     }
@@ -131,6 +136,104 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                        ::testing::Values(Shape{4, 2, 40, 4}, Shape{16, 8, 128, 64}, Shape{6, 6, 64, 16},
                                          Shape{2, 1, 256, 7})));
+
+// GLM-OCR's decode step: one query token per sequence reading its whole cache. The sequences'
+// page lists are shuffled draws from one pool of pages (sequences may share pages, as a prefix
+// cache would), which keeps the cache small while every sequence reads its own page order.
+struct DecodeCase {
+  std::size_t batch, page_size;
+};
+
+class CachedAttentionDecode : public ::testing::TestWithParam<std::tuple<DType, DecodeCase>> {};
+
+TEST_P(CachedAttentionDecode, GlmOcrGeometryMatchesCpu) {
+  IL_REQUIRE_GPU();
+  const auto [type, dc] = GetParam();
+  const std::size_t heads = 16, kv_heads = 8, hd = 128, P = dc.page_size, B = dc.batch;
+  std::mt19937 rng(static_cast<unsigned>(B * 31 + P));
+  const std::size_t pool_pages = (2048 + P - 1) / P + 3;
+  std::vector<int32_t> pool(pool_pages);
+  std::iota(pool.begin(), pool.end(), 0);
+  std::vector<int32_t> seq_starts = {0}, lengths, page_starts = {0}, pages;
+  for (std::size_t s = 0; s < B; ++s) {
+    const std::size_t n = 1811 + (s * 37) % 200 + (s == 0 ? 29 : 0);  // 1,840 for the batch of 1
+    std::shuffle(pool.begin(), pool.end(), rng);
+    for (std::size_t p = 0; p < (n + P - 1) / P; ++p) pages.push_back(pool[p]);
+    page_starts.push_back(static_cast<int32_t>(pages.size()));
+    lengths.push_back(static_cast<int32_t>(n));
+    seq_starts.push_back(static_cast<int32_t>(s + 1));
+  }
+  const std::size_t real = B, tokens = B + 2;  // two padding tokens (length 0) at the end
+  lengths.push_back(0);
+  lengths.push_back(0);
+  const std::size_t cache_rows = pool_pages * P, qw = heads * hd, kvw = kv_heads * hd;
+  TypedArray q(random_values(tokens * qw, rng, 1.0f), type);
+  TypedArray k(random_values(cache_rows * kvw, rng, 1.0f), type);
+  TypedArray v(random_values(cache_rows * kvw, rng, 1.0f), type);
+  TypedArray out(std::vector<float>(tokens * qw, 7.0f), type);
+  ops::CachedAttentionArgs a;
+  a.q = q.view(0, qw);
+  a.k_cache = k.view(0, kvw);
+  a.v_cache = v.view(0, kvw);
+  a.out = out.view(0, qw);
+  a.num_seqs = real;
+  a.page_size = P;
+  a.heads = heads;
+  a.kv_heads = kv_heads;
+  a.head_dim = hd;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::vector<float> want(tokens * qw, 0.0f);
+  {
+    ops::CachedAttentionArgs c = a;
+    c.q = ops::f32_view(q.values().data(), qw);
+    c.k_cache = ops::f32_view(k.values().data(), kvw);
+    c.v_cache = ops::f32_view(v.values().data(), kvw);
+    c.out = ops::f32_view(want.data(), qw);
+    c.seq_starts = seq_starts.data();
+    c.cache_lengths = lengths.data();
+    c.page_starts = page_starts.data();
+    c.pages = pages.data();
+    ThreadPool pool_threads(8);
+    ops::cached_attention_cpu(c, pool_threads);
+  }
+  std::vector<int32_t> dev_starts = seq_starts, dev_page_starts = page_starts;
+  dev_starts.push_back(seq_starts.back());  // the padding tokens belong to no real sequence
+  dev_page_starts.push_back(page_starts.back());
+  DeviceArray<int32_t> d_starts(dev_starts), d_lengths(lengths), d_pstarts(dev_page_starts), d_pages(pages);
+  a.seq_starts = d_starts.get();
+  a.num_seqs = real + 1;
+  a.cache_lengths = d_lengths.get();
+  a.page_starts = d_pstarts.get();
+  a.pages = d_pages.get();
+  // The executor's workspace (room for 8,192 partial results of the widest head).
+  const std::size_t ws_floats = 8192 * (hd + 2);
+  DeviceArray<float> workspace(std::vector<float>(ws_floats, 0.0f));
+  a.workspace = workspace.get();
+  a.workspace_floats = ws_floats;
+  const std::size_t splits = ops::cached_attention_splits(tokens, heads, kv_heads, hd, ws_floats);
+  if (B == 1) {
+    EXPECT_GE(splits, 32u);  // a single sequence must spread over the device
+  }
+  ops::cached_attention_cuda(a, tokens, nullptr);
+  IL_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> got = out.download();
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < real * qw; ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  const double tol = type == DType::kF32 ? 1e-5 : 2.0 * unit_roundoff(type) * scale + 1e-5;
+  std::printf("[cached attention decode %s batch %zu page %zu, %zu split(s)] max-abs %.3g (tolerance %.3g)\n",
+              type_name(type).c_str(), B, P, splits, worst, tol);
+  EXPECT_LE(worst, tol);
+  for (std::size_t t = real; t < tokens; ++t)
+    for (std::size_t j = 0; j < qw; ++j) ASSERT_EQ(got[t * qw + j], 0.0f) << "padding token " << t;
+}
+
+INSTANTIATE_TEST_SUITE_P(GlmOcr, CachedAttentionDecode,
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                                            ::testing::Values(DecodeCase{1, 64}, DecodeCase{1, 16},
+                                                              DecodeCase{64, 64}, DecodeCase{64, 16})));
 
 TEST(KvCacheCopies, WriteAndInjectAreExactCopies) {
   IL_REQUIRE_GPU();

@@ -160,7 +160,8 @@ void CudaExecutor::allocate(plan::Plan& plan) {
       for (const plan::Step& step : plan.program(name))
         if (const auto* c = std::get_if<plan::CachedAttentionStep>(&step.op)) widest = std::max(widest, c->head_dim);
     if (widest > 0) {
-      attn_workspace_floats_ = 1024 * (widest + 2);
+      // 8,192 partial results: a bucket of 8 decode tokens split 64 ways over 16 query heads.
+      attn_workspace_floats_ = 8192 * (widest + 2);
       attn_workspace_ = DeviceMemory(attn_workspace_floats_ * sizeof(float));
     }
     const std::size_t ints = 4 * max_tokens_ + 1 + gen_pages_cap_;

@@ -130,7 +130,7 @@ class CudaExecutor final : public plan::Executor {
   // most pages a batch may list (a cache's rows).
   bool generation_ = false;
   DeviceMemory gen_arena_;
-  // Cached attention's split workspace (ops::cached_attention_splits): room for fewer than 1,024
+  // Cached attention's split workspace (ops::cached_attention_splits): room for 8,192
   // (token, head, split) partial results of the widest head.
   DeviceMemory attn_workspace_;
   std::size_t attn_workspace_floats_ = 0;
