@@ -6,39 +6,18 @@
 
 #include "cli/cli_common.h"
 #include "core/error.h"
-#include "core/subprocess.h"
+#include "image/pdf_pages.h"
 #include "io/regular_file.h"
 
 namespace il::cli {
 namespace {
-
-constexpr const char* kPopplerHint = "PDF input needs poppler's pdfinfo and pdftoppm: apt-get install poppler-utils";
 
 bool is_pdf(const std::string& path) {
   io::require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   char head[5] = {};
   in.read(head, 5);
-  return in.gcount() == 5 && std::string(head, 5) == "%PDF-";
-}
-
-std::size_t pdf_page_count(const std::string& path) {
-  const SubprocessResult r = run_subprocess({"pdfinfo", "--", path}, {1u << 20, std::chrono::seconds(60)},
-                                            kPopplerHint);
-  check(r.exit_code == 0, path, ": pdfinfo cannot read this PDF (exit ", r.exit_code, "): ", r.err);
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("Pages:", 0) != 0) continue;
-    const std::string n = line.substr(line.find_first_not_of(' ', 6));
-    try {
-      const long long pages = std::stoll(n);
-      check(pages >= 0, path, ": pdfinfo gives a negative page count");
-      return static_cast<std::size_t>(pages);
-    } catch (const std::logic_error&) {
-      break;
-    }
-  }
-  throw make_error(path, ": pdfinfo gives no page count");
+  return in.gcount() == 5 && image::looks_like_pdf(reinterpret_cast<const std::uint8_t*>(head), 5);
 }
 
 std::size_t parse_page_number(const std::string& s, const std::string& text) {
@@ -85,7 +64,7 @@ std::vector<PageRef> list_pages(const std::vector<std::string>& paths, const Pag
       pages.push_back({path, 0});
       continue;
     }
-    const std::size_t n = pdf_page_count(path);
+    const std::size_t n = image::pdf_page_count(path);
     for (std::size_t p = 1; p <= n; ++p)
       if (selection.contains(p)) pages.push_back({path, p});
   }
@@ -98,13 +77,7 @@ std::vector<std::uint8_t> read_page(const PageRef& page, int dpi, std::size_t ma
     check(bytes.size() <= max_bytes, page.source, ": ", bytes.size(), " bytes, more than the limit of ", max_bytes);
     return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
   }
-  const std::string n = std::to_string(page.page);
-  const SubprocessResult r = run_subprocess(
-      {"pdftoppm", "-r", std::to_string(dpi), "-f", n, "-l", n, "-png", "--", page.source},
-      {max_bytes, std::chrono::seconds(120)}, kPopplerHint);
-  check(r.exit_code == 0 && !r.out.empty(), page.name(), ": pdftoppm cannot render it (exit ", r.exit_code, "): ",
-        r.err);
-  return std::vector<std::uint8_t>(r.out.begin(), r.out.end());
+  return image::render_pdf_page(page.source, page.page, dpi, max_bytes);
 }
 
 }  // namespace il::cli

@@ -1,10 +1,6 @@
 // The pages the ocr command reads: image files (one page each) and PDFs (a page each, rasterised
-// one at a time when its turn comes, so a long document is never held in memory whole).
-//
-// PDFs are rasterised by poppler's `pdftoppm` (Debian: poppler-utils), run as a separate
-// program: no PDF parser is linked into the engine (poppler is GPL; a crash or hang on a hostile
-// PDF stays in the helper, which runs under a time and size limit). The page count comes from
-// poppler's `pdfinfo`.
+// one at a time when its turn comes, so a long document is never held in memory whole, by
+// poppler's tools run as separate programs: image/pdf_pages.h).
 #pragma once
 
 #include <cstddef>

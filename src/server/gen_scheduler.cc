@@ -64,6 +64,7 @@ void GenScheduler::admit_new() {
   for (auto& task : arrived) {
     if (task->client_gone && task->client_gone()) {
       metrics_.count_cancelled();
+      if (task->on_error) task->on_error(499, "the client closed the connection");
       continue;
     }
     try {
@@ -86,6 +87,8 @@ void GenScheduler::drop_gone() {
     if (gone && gone()) {
       engine_.cancel_generation(it->first);
       metrics_.count_cancelled();
+      // Its route still hears of it (to free what the request holds); the answer goes nowhere.
+      if (it->second.task->on_error) it->second.task->on_error(499, "the client closed the connection");
       it = active_.erase(it);
     } else {
       ++it;

@@ -28,8 +28,8 @@ namespace il::server {
 struct GenTask {
   GenerationRequest request;
   // On the scheduler thread: each new token with the text it completes; then exactly one of
-  // on_done (the result) or on_error (status 422 for a request the engine refused, 500 for a
-  // failed step, 503 while shutting down).
+  // on_done (the result) or on_error (status 422 for a request the engine refused, 499 when its
+  // client left (client_gone), 500 for a failed step, 503 while shutting down).
   std::function<void(int32_t token, const std::string& text)> on_token;
   std::function<void(GenerationResult result)> on_done;
   std::function<void(int status, const std::string& message)> on_error;

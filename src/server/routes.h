@@ -53,6 +53,7 @@ void add_rerank_routes(Router& router, Context& ctx);    // /rerank /predict /v1
 void add_token_routes(Router& router, Context& ctx);     // /tokenize /decode
 void add_info_routes(Router& router, Context& ctx);      // /info /health /metrics
 void add_generation_routes(Router& router, Context& ctx);  // /v1/completions /v1/chat/completions /v1/models
+void add_ocr_routes(Router& router, Context& ctx);         // /ocr
 
 // Shared by the embedding routes: the first `dims` values of a raw pooled row (0 = all),
 // L2-normalised after the cut when asked (as sentence-transformers does for Matryoshka).

@@ -123,6 +123,8 @@ SamplingOptions sampling_options(const json& body, const SamplingDefaults& d, st
              static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   o.stop_strings = stop_strings(body);
+  // vLLM's extension: generate to max_tokens whatever ids come (load tests force lengths so).
+  if (get_bool(body, "ignore_eos", false)) o.stop_ids = std::vector<int32_t>{};
   if (body.contains("n") && !body["n"].is_null() && !(body["n"].is_number_integer() && body["n"].get<long long>() == 1))
     throw validation_error("'n' must be 1 (one choice per request)");
   return o;

@@ -38,7 +38,8 @@ std::size_t default_tokenizers(std::size_t n) {
 // Decoding and resizing an image is CPU work of milliseconds that parallelises perfectly: by
 // default one thread per hardware thread (a model without images gets one idle thread).
 std::size_t default_image_workers(std::size_t n, const Engine &engine) {
-  if (!engine.info().capabilities.image_input) return 1;
+  const Capabilities &c = engine.info().capabilities;
+  if (!c.image_input && !c.ocr) return 1;
   if (n) return n;
   return std::max(1u, std::thread::hardware_concurrency());
 }
@@ -100,6 +101,7 @@ struct Server::Impl final : HttpApp {
       ctx.chat_template = load_chat_template(o.model);
     }
     add_generation_routes(routes, ctx);
+    add_ocr_routes(routes, ctx);
     add_embed_routes(routes, ctx);
     add_openai_routes(routes, ctx);
     add_rerank_routes(routes, ctx);

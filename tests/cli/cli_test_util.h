@@ -66,4 +66,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);  
 
 inline constexpr double kTolerance = 1e-4;  // the oracle gate: max-abs on pooled vectors and scores
 
+// A minimal PDF of our own: one page per text, each with a filled rectangle and the text.
+std::string tiny_pdf(const std::vector<std::string>& texts);
+
 }  // namespace il::cli_test

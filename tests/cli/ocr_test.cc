@@ -148,40 +148,6 @@ TEST(OcrCli, BadPagesAndOptionsAreRefused) {
   EXPECT_NE(r.err.find("not an OCR model"), std::string::npos) << r.err;
 }
 
-// A minimal PDF of our own: pages of a given size with a filled rectangle and a line of text.
-std::string tiny_pdf(const std::vector<std::string>& texts) {
-  std::vector<std::string> objs;
-  const std::size_t n = texts.size();
-  std::string kids;
-  for (std::size_t i = 0; i < n; ++i) kids += std::to_string(3 + 2 * i) + " 0 R ";
-  objs.push_back("<< /Type /Catalog /Pages 2 0 R >>");
-  objs.push_back("<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(n) + " >>");
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::string stream = "BT /F1 9 Tf 4 30 Td (" + texts[i] + ") Tj ET 0 0 1 rg 4 4 20 10 re f";
-    objs.push_back("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 " + std::to_string(60 + 10 * i) + " 44] /Contents " +
-                   std::to_string(4 + 2 * i) + " 0 R /Resources << /Font << /F1 " + std::to_string(3 + 2 * n) +
-                   " 0 R >> >> >>");
-    objs.push_back("<< /Length " + std::to_string(stream.size()) + " >>\nstream\n" + stream + "\nendstream");
-  }
-  objs.push_back("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
-  std::string out = "%PDF-1.4\n";
-  std::vector<std::size_t> offsets;
-  for (std::size_t i = 0; i < objs.size(); ++i) {
-    offsets.push_back(out.size());
-    out += std::to_string(i + 1) + " 0 obj\n" + objs[i] + "\nendobj\n";
-  }
-  const std::size_t xref = out.size();
-  out += "xref\n0 " + std::to_string(objs.size() + 1) + "\n0000000000 65535 f \n";
-  for (std::size_t o : offsets) {
-    char line[32];
-    std::snprintf(line, sizeof line, "%010zu 00000 n \n", o);
-    out += line;
-  }
-  out += "trailer\n<< /Size " + std::to_string(objs.size() + 1) + " /Root 1 0 R >>\nstartxref\n" +
-         std::to_string(xref) + "\n%%EOF\n";
-  return out;
-}
-
 bool have_poppler() { return std::system("pdftoppm -v >/dev/null 2>&1 && pdfinfo -v >/dev/null 2>&1") == 0; }
 
 TEST(OcrCli, PdfPagesReadAsTheirRenderedImages) {

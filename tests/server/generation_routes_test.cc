@@ -267,7 +267,7 @@ TEST(GenerationRoutes, AClientThatLeavesFreesItsSequence) {
     RawConnection conn(server.port());
     ASSERT_TRUE(conn.connected());
     const std::string body =
-        json{{"prompt", "Text Recognition:"}, {"max_tokens", 900}, {"stream", true}, {"stop", json::array()}}.dump();
+        json{{"prompt", "Text Recognition:"}, {"max_tokens", 1000}, {"stream", true}, {"ignore_eos", true}}.dump();
     ASSERT_TRUE(conn.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                           "Content-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body));
@@ -278,12 +278,115 @@ TEST(GenerationRoutes, AClientThatLeavesFreesItsSequence) {
   for (int i = 0; i < 100 && !freed; ++i) {
     const auto m = c.Get("/metrics");
     ASSERT_TRUE(m);
+    // The sequence dropped and the request's concurrency slot given back.
     freed = m->body.find("il_generation_running 0") != std::string::npos &&
-            m->body.find("il_kv_cache_pages_used 0") != std::string::npos;
+            m->body.find("il_kv_cache_pages_used 0") != std::string::npos &&
+            m->body.find("il_requests_in_flight 0\n") != std::string::npos;  // /metrics is not a compute route
     if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(freed);
+  const auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("il_generation_cancelled_total 1"), std::string::npos)
+      << "1,000 tokens take longer than the client stayed: " << m->body;
   EXPECT_EQ(server.terminate(), 0);
+}
+
+std::string b64(const std::string& bytes) {
+  std::string out;
+  append_base64(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return out;
+}
+
+std::vector<json> ndjson(const std::string& body) {
+  std::vector<json> out;
+  std::istringstream in(body);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+// /ocr: page images read with the model's OCR defaults give transformers' text (24 tokens are
+// too few for the 30-gram guard to act), whole and as NDJSON, pages in order.
+TEST(OcrRoute, PagesMatchTransformersWholeAndStreamed) {
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json e = expected();
+  const json& p1 = e.at("cases")[0];
+  const json& p2 = e.at("cases")[1];
+  const json body = {{"images", json::array({data_uri("page2.png"), data_uri("page1.png")})}, {"max_tokens", 24}};
+  auto r = post(c, "/ocr", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = body_of(r);
+  ASSERT_EQ(j.at("pages").size(), 2u);
+  EXPECT_EQ(j.at("pages")[0].at("page"), 1);
+  EXPECT_EQ(j.at("pages")[0].at("text"), p2.at("greedy_text"));
+  EXPECT_EQ(j.at("pages")[1].at("text"), p1.at("greedy_text"));
+  EXPECT_EQ(j.at("text"), p2.at("greedy_text").get<std::string>() + "\n\n" + p1.at("greedy_text").get<std::string>());
+  EXPECT_EQ(j.at("usage").at("prompt_tokens"), p1.at("input_ids").size() + p2.at("input_ids").size());
+  json stream = body;
+  stream["stream"] = true;
+  stream["task"] = "formula";
+  r = post(c, "/ocr", stream);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/x-ndjson");
+  const auto lines = ndjson(r->body);
+  ASSERT_EQ(lines.size(), 3u) << r->body;
+  EXPECT_EQ(lines[0].at("page"), 1);
+  EXPECT_EQ(lines[0].at("text"), e.at("cases")[3].at("greedy_text")) << "page2 with the formula task";
+  EXPECT_EQ(lines[1].at("page"), 2);
+  EXPECT_TRUE(lines[1].at("timings_ms").contains("decode"));
+  EXPECT_EQ(lines[2].at("done"), true);
+  EXPECT_EQ(lines[2].at("pages"), 2);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+TEST(OcrRoute, PdfPagesAndRefusals) {
+  if (std::system("pdftoppm -v >/dev/null 2>&1 && pdfinfo -v >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "pdftoppm / pdfinfo not installed (apt-get install poppler-utils)";
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const std::string pdf = cli_test::tiny_pdf({"one", "two", "three", "four"});
+  auto r = post(c, "/ocr", {{"pdf", b64(pdf)}, {"pages", "2,4"}, {"dpi", 100}, {"max_tokens", 5}, {"stream", true}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const auto lines = ndjson(r->body);
+  ASSERT_EQ(lines.size(), 3u) << r->body;
+  EXPECT_EQ(lines[0].at("page"), 2);
+  EXPECT_EQ(lines[1].at("page"), 4);
+  EXPECT_EQ(lines[0].at("tokens"), 5);
+  // Refusals, the server staying up.
+  r = post(c, "/ocr", {{"pdf", b64("%PDF-1.4 nothing")}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 422) << r->body;
+  EXPECT_EQ(r->body.find("/tmp"), std::string::npos) << "no server path in the message: " << r->body;
+  r = post(c, "/ocr", {{"pdf", b64("not a pdf")}});
+  EXPECT_EQ(r->status, 422);
+  r = post(c, "/ocr", {{"images", json::array({data_uri("page1.png")})}, {"pdf", b64(pdf)}});
+  EXPECT_EQ(r->status, 422);
+  r = post(c, "/ocr", {{"images", json::array({data_uri("page1.png")})}, {"task", "poem"}});
+  EXPECT_EQ(r->status, 422);
+  r = post(c, "/ocr", {{"pdf", b64(pdf)}, {"pages", "3-1"}});
+  EXPECT_EQ(r->status, 422);
+  // An image that does not decode: its page says why, the other page is read.
+  r = post(c, "/ocr", {{"images", json::array({b64("not an image"), data_uri("page1.png")})}, {"max_tokens", 3}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = body_of(r);
+  EXPECT_TRUE(j.at("pages")[0].contains("error"));
+  EXPECT_EQ(j.at("pages")[1].at("tokens"), 3);
+  EXPECT_EQ(server.terminate(), 0);
+  ServerProcess embed("bert-mean");
+  ASSERT_TRUE(embed.started());
+  auto b = embed.client();
+  r = post(b, "/ocr", {{"images", json::array({data_uri("page1.png")})}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 424);
+  EXPECT_EQ(embed.terminate(), 0);
 }
 
 }  // namespace
