@@ -30,6 +30,7 @@ struct BenchGenerateArgs {
   std::string grid = "72x100";  // patch rows x columns of one page (1000 x 1400 pixels at patch 14)
   std::string pages = "1,64";
   std::size_t new_tokens = 128;
+  std::size_t text_tokens = 0;  // > 0: text-only prompts of this length (no page image)
   std::size_t threads = 0;
   std::size_t max_batch_tokens = 16384;
   std::size_t kv_cache_tokens = 0;
@@ -89,6 +90,13 @@ void run(const BenchGenerateArgs& a) {
   r.input_ids.insert(r.input_ids.end(), gh * gw / static_cast<std::size_t>(merge * merge), image_token);
   r.input_ids.insert(r.input_ids.end(), {end, 1178, 47473, 25, 59254, 198});
   r.images.push_back(page);
+  if (a.text_tokens > 0) {
+    // Text alone (what bench/load_generate.py sends the server): stand-in ids below the
+    // special tokens, the same sequence as the load client's.
+    r.images.clear();
+    r.input_ids.clear();
+    for (std::size_t i = 0; i < a.text_tokens; ++i) r.input_ids.push_back(static_cast<int32_t>(100 + (i * 7919) % 50000));
+  }
   r.options.max_new_tokens = a.new_tokens;
   r.options.stop_ids = std::vector<int32_t>{};
 
@@ -113,7 +121,7 @@ void run(const BenchGenerateArgs& a) {
       j["device"] = engine->info().backend;
       j["dtype"] = engine->info().compute_dtype;
       j["pages"] = pages;
-      j["grid"] = a.grid;
+      j["grid"] = a.text_tokens > 0 ? std::string("none") : a.grid;
       j["prompt_tokens"] = r.input_ids.size();
       j["new_tokens"] = a.new_tokens;
       j["ttft_ms_mean"] = ttft;
@@ -143,6 +151,9 @@ Command add_bench_generate_command(CLI::App& app) {
   cmd->add_option("--grid", a->grid, "A page's patch grid, ROWSxCOLS")->capture_default_str();
   cmd->add_option("--pages", a->pages, "Comma-separated page counts in flight")->capture_default_str();
   cmd->add_option("--new-tokens", a->new_tokens, "New tokens per page (forced: no stop id)")->capture_default_str();
+  cmd->add_option("--text-tokens", a->text_tokens,
+                  "Text-only prompts of this many tokens instead of pages (the load client's prompts)")
+      ->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget of one forward")->capture_default_str();
   cmd->add_option("--kv-cache-tokens", a->kv_cache_tokens, "KV cache budget (0 = the device default)")

@@ -192,6 +192,7 @@ struct GenerationCall {
   bool chat = false;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // vLLM's stream_options.continuous_usage_stats: a chunk per token, with usage
   std::string id, model;
   long long created = 0;
   GenerationRequest request;
@@ -274,6 +275,7 @@ ModelCall start_call(Context& ctx, std::shared_ptr<GenerationCall> call) {
       struct StreamState {
         std::shared_ptr<ResponseStream> out;
         bool first = true;
+        std::size_t tokens = 0;
       };
       auto st = std::make_shared<StreamState>();
       const auto open = [st, responder]() {
@@ -283,11 +285,14 @@ ModelCall start_call(Context& ctx, std::shared_ptr<GenerationCall> call) {
         head.set_header("Cache-Control", "no-cache");
         st->out = responder.stream(std::move(head));
       };
-      task->on_token = [call, st, filter, open](int32_t, const std::string& piece) {
+      const std::size_t prompt_tokens = task->request.input_ids.size();
+      task->on_token = [call, st, filter, open, prompt_tokens](int32_t, const std::string& piece) {
         open();
+        ++st->tokens;
         const std::string text = filter->push(piece);
-        if (text.empty() && !st->first) return;
-        st->out->write(chunk_json(*call, &text, nullptr, nullptr, st->first));
+        if (text.empty() && !st->first && !call->continuous_usage) return;
+        const json usage = usage_json(prompt_tokens, st->tokens);
+        st->out->write(chunk_json(*call, &text, nullptr, call->continuous_usage ? &usage : nullptr, st->first));
         st->first = false;
       };
       task->on_done = [call, st, filter, open, finished](GenerationResult r) {
@@ -336,7 +341,10 @@ std::shared_ptr<GenerationCall> common_call(Context& ctx, const json& body, bool
   c->chat = chat;
   c->stream = get_bool(body, "stream", false);
   if (body.contains("stream_options") && body["stream_options"].is_object())
+  {
     c->include_usage = get_bool(body["stream_options"], "include_usage", false);
+    c->continuous_usage = get_bool(body["stream_options"], "continuous_usage_stats", false);
+  }
   (void)get_string(body, "model", "");  // any name is served by the one loaded model
   (void)get_string(body, "user", "");
   c->model = ctx.model_name;
