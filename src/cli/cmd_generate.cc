@@ -67,8 +67,7 @@ std::vector<std::vector<float>> patch_rows(const nlohmann::json& obj, std::strin
   return rows;
 }
 
-GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, const GenerateArgs& a,
-                             const ModelInfo& info) {
+GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, const GenerateArgs& a) {
   check_fields(j,
                {"input_ids", "pixel_values", "image_grid_thw", "mm_token_type_ids", "attention_mask", "max_new_tokens",
                 "temperature", "top_k", "top_p", "seed", "repetition_penalty", "no_repeat_ngram_size", "stop_ids"},
@@ -119,7 +118,6 @@ GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, co
       throw input_error(where, "\"pixel_values\" holds " + std::to_string(rows.size()) + " rows; the grids take " +
                                    std::to_string(next));
   }
-  (void)info;
   return r;
 }
 
@@ -190,7 +188,7 @@ void run_generate(const GenerateArgs& a) {
     const std::string w = "input line " + std::to_string(in.line_number());
     const nlohmann::json j = parse_json_object(line, w);
     try {
-      chunk.push_back(parse_line(j, w, a, info));
+      chunk.push_back(parse_line(j, w, a));
       engine->check_generation_request(chunk.back());
     } catch (const Error& e) {
       throw input_error(w, e.what());

@@ -424,9 +424,36 @@ std::optional<ModelCall> models(Context& ctx, HttpResponse& res) {
   return std::nullopt;
 }
 
+// A generating model's /health: one token generated from a one-token prompt through the step
+// scheduler (the path every request takes); 503 when that fails.
+std::optional<ModelCall> generation_health(Context& ctx) {
+  ModelCall mc;
+  mc.start = [&ctx](const Responder& responder, std::function<void(int)> finished) {
+    auto task = std::make_shared<GenTask>();
+    task->request.input_ids = {0};
+    task->request.options.max_new_tokens = 1;
+    task->request.options.stop_ids = std::vector<int32_t>{};
+    task->on_done = [responder, finished](GenerationResult) {
+      HttpResponse res;
+      res.status = 200;
+      responder.respond(std::move(res));
+      finished(200);
+    };
+    task->on_error = [responder, finished](int, const std::string& message) {
+      responder.respond(error_response(503, "Unhealthy", "the model failed to generate: " + message));
+      finished(503);
+    };
+    ctx.generation->submit(std::move(task));
+  };
+  return mc;
+}
+
 }  // namespace
 
 void add_generation_routes(Router& router, Context& ctx) {
+  // Registered before the info routes: on a generating model this /health is the one found.
+  if (ctx.generation)
+    router.add(Method::kGet, "/health", false, [&ctx](auto&, auto&, auto&) { return generation_health(ctx); });
   const auto defaults = std::make_shared<SamplingDefaults>(read_sampling_defaults(ctx.options.model));
   router.add(Method::kPost, "/v1/completions", true,
              [&ctx, defaults](auto& req, auto&, auto& t) { return completions(ctx, *defaults, req, t); });

@@ -235,7 +235,10 @@ TEST(GenerationRoutes, BadRequestsGetOpenAiErrors) {
   const auto ok = post(c, "/v1/completions", {{"prompt", "Text"}, {"max_tokens", 2}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
-  // /v1/models lists the one model.
+  // /health generates a token; /v1/models lists the one model.
+  const auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200) << health->body;
   const auto models = c.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(body_of(models).at("data")[0].at("id"), kModel);
