@@ -253,7 +253,8 @@ class Hooks:
 
     def _save_list(self, key, first=False):
         def fn(_m, _i, out):
-            t = out[0] if first else out
+            # the encoder layer returns (hidden, (k, v)) in some versions, hidden alone in 5.17
+            t = out[0] if first and isinstance(out, tuple) else out
             self.rec[key].append(t.detach().clone())
         return fn
 
