@@ -259,6 +259,59 @@ def temperature(n, N, t_min=0.4, t_max=0.8):
     return f32(f32(t_min) + f32(f32(t_max - t_min) * f32(n / N)))
 
 
+def generate(m, prompt, st, draws):
+    """The loop of docs/diffusion-gemma.md §6 for one sequence, every random draw taken from
+    `draws` (the fixture's log, in order). Returns (sequence, per-step trace)."""
+    draws = iter(draws)
+
+    def take(kind):
+        d = next(draws)
+        if d["kind"] != kind:
+            raise ValueError(f"draw log out of order: expected {kind}, found {d['kind']}")
+        return d["values"][0] if kind == "randint" else d["tokens"]
+
+    C, N = m.C, st["max_denoising_steps"]
+    eos, pad = st.get("eos_token_id") or [], st.get("pad_token_id")
+    eos = eos if isinstance(eos, list) else [eos]
+    stab, conf, bound = st["stability_threshold"], st["confidence_threshold"], st["entropy_bound"]
+    caches = [[] for _ in range(m.L)]
+    out, P, trace = list(prompt), len(prompt), []
+    for b in range(math.ceil(st["max_new_tokens"] / C)):
+        if b == 0:
+            encode(m, caches, prompt, 0)
+        else:
+            encode(m, caches, out[-C:], P + (b - 1) * C)
+        x = take("randint")
+        sc, hist, argmax = None, [[-1] * C for _ in range(stab)], x
+        for n in range(N, 0, -1):
+            raw = canvas(m, caches, x, P + b * C, sc)["logits"]
+            T = temperature(n, N, st["t_min"], st["t_max"])
+            proc = [[v / T for v in r] for r in raw]
+            y = take("multinomial")
+            a = [max(range(len(r)), key=lambda j, r=r: (r[j], -j)) for r in proc]  # first max
+            ents = [entropy(r) for r in proc]
+            mask = accept_mask(ents, bound)
+            noise = take("randint")
+            x_next = [y[j] if mask[j] else noise[j] for j in range(C)]
+            stable = all(h == a for h in hist)
+            if hist:
+                hist = hist[1:] + [a]
+            finished = stable and math.fsum(ents) / C < conf
+            trace.append({"block": b, "cur_step": n, "argmax": a, "accepted_mask": mask, "canvas_out": x_next,
+                          "finished": finished})
+            x, sc, argmax = x_next, proc, a
+            if finished:
+                break
+        block = list(argmax)
+        hit = next((j for j, t in enumerate(block) if t in eos), None)
+        if hit is not None and pad is not None:
+            block = block[:hit + 1] + [pad] * (C - hit - 1)
+        out += block
+        if hit is not None:
+            break
+    return out, trace
+
+
 # ---------------------------------------------------------------------------------------------
 
 def maxdiff(a, b):
@@ -366,6 +419,16 @@ def main():
             fin.append(int(before or this))
         check("finalize ids", maxdiff(out, f["output_ids"]), 0)
         check("finalize finished", maxdiff(fin, f["finished_after"]), 0)
+    for g in ex.get("generate_cases", []):
+        seq, trace = generate(m, g["prompt_ids"], g["settings"], g["draws"])
+        first = next((i for i, (t, e) in enumerate(zip(trace, g["trace"]))
+                      if any(t[k] != e[k] for k in ("argmax", "accepted_mask", "canvas_out", "finished"))), None)
+        if first is not None:
+            print(f"  generate {g['name']}: first differing step {first}: {g['trace'][first]['block']}/"
+                  f"{g['trace'][first]['cur_step']} (recorded margins {g['margins']})")
+        check(f"generate {g['name']} sequence", 0.0 if seq == g["sequence"] else 1.0, 0)
+    if "generate_cases" not in ex:
+        print("  (no generate_cases in this fixture: the whole-generate check did not run)")
     if bad:
         print("FAILED:", ", ".join(bad))
         sys.exit(1)
