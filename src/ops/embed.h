@@ -22,6 +22,7 @@ struct EmbedArgs {
   ConstTensorView type;               // [type_vocab, cols] or absent
   TensorView out;                     // [T, cols]
   std::size_t cols = 0;
+  float scale = 1.0f;                 // the word row is multiplied by it (in f32) before the sums
 };
 
 // The checks both backends make: operands present, tables in out's element type, stride.

@@ -26,7 +26,7 @@ void embed_cpu(const EmbedArgs& a, ThreadPool& pool) {
       for (std::size_t t = begin; t < end; ++t) {
         float* out = outs + t * ldo;
         const float* w = word + static_cast<std::size_t>(a.tokens[t]) * a.cols;
-        for (std::size_t j = 0; j < a.cols; ++j) out[j] = w[j];
+        for (std::size_t j = 0; j < a.cols; ++j) out[j] = w[j] * a.scale;
         if (position) {
           const float* p = position + (a.position_offset + t - begin) * a.cols;
           for (std::size_t j = 0; j < a.cols; ++j) out[j] += p[j];

@@ -39,6 +39,11 @@ struct CachedAttentionArgs {
   // says how many fit); null: one block per token and head. The CPU op ignores it.
   float* workspace = nullptr;
   std::size_t workspace_floats = 0;
+  // Sliding window (plan::CachedAttentionStep): 0 none; else token t reads entries
+  // max(0, anchor − window + 1) .. cache_lengths[t] − 1, anchor = window_anchors[t], or
+  // cache_lengths[t] − 1 when window_anchors is null.
+  std::size_t window = 0;
+  const int32_t* window_anchors = nullptr;  // one per token, or null
 };
 
 // out[t, :cols] = src[rows_of[t], :cols] for t < rows where rows_of[t] ≥ 0.
@@ -49,7 +54,10 @@ struct InjectRowsArgs {
   std::size_t rows = 0, cols = 0;
 };
 
+inline constexpr std::size_t kCachedAttentionMaxHeadDim = 512;  // Gemma-4's global layers
 void check_cached_attention(const CachedAttentionArgs& a, const char* what = "cached_attention");
+// The first entry token t reads (0 without a window; at most its cache length).
+std::size_t window_start(const CachedAttentionArgs& a, std::size_t t);
 
 void kv_write_cpu(const KvWriteArgs& a, ThreadPool& pool);
 void cached_attention_cpu(const CachedAttentionArgs& a, ThreadPool& pool);

@@ -14,7 +14,8 @@ void check_cached_attention(const CachedAttentionArgs& a, const char* what) {
         what, ": null operand");
   check(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0, what, ": heads (", a.heads,
         ") must be a multiple of kv_heads (", a.kv_heads, ")");
-  check(a.head_dim > 0 && a.head_dim <= 256, what, ": head_dim ", a.head_dim, " outside 1..256");
+  check(a.head_dim > 0 && a.head_dim <= kCachedAttentionMaxHeadDim, what, ": head_dim ", a.head_dim, " outside 1..",
+        kCachedAttentionMaxHeadDim);
   check(a.page_size > 0, what, ": page size 0");
   check(a.q.ld >= a.heads * a.head_dim && a.out.ld >= a.heads * a.head_dim &&
             a.k_cache.ld >= a.kv_heads * a.head_dim && a.v_cache.ld >= a.kv_heads * a.head_dim,
@@ -35,6 +36,14 @@ void kv_write_cpu(const KvWriteArgs& a, ThreadPool& pool) {
   });
 }
 
+std::size_t window_start(const CachedAttentionArgs& a, std::size_t t) {
+  if (a.window == 0) return 0;
+  const int64_t len = a.cache_lengths[t];
+  const int64_t anchor = a.window_anchors ? a.window_anchors[t] : len - 1;
+  const int64_t first = anchor - static_cast<int64_t>(a.window) + 1;
+  return static_cast<std::size_t>(std::clamp<int64_t>(first, 0, len));
+}
+
 void cached_attention_cpu(const CachedAttentionArgs& a, ThreadPool& pool) {
   check_cached_attention(a);
   const float* q = f32_data(a.q, "cached_attention");
@@ -53,9 +62,14 @@ void cached_attention_cpu(const CachedAttentionArgs& a, ThreadPool& pool) {
       const std::size_t s = static_cast<std::size_t>(
           std::upper_bound(a.seq_starts, a.seq_starts + a.num_seqs + 1, static_cast<int32_t>(t)) - a.seq_starts - 1);
       const int32_t* pages = a.pages + a.page_starts[s];
-      const std::size_t n = static_cast<std::size_t>(a.cache_lengths[t]);
+      const std::size_t len = static_cast<std::size_t>(a.cache_lengths[t]);
+      const std::size_t first = window_start(a, t);
+      const std::size_t n = len - first;
       const float* qr = q + t * a.q.ld + h * hd;
-      const auto row_of = [&](std::size_t j) { return static_cast<std::size_t>(pages[j / P]) * P + j % P; };
+      const auto row_of = [&](std::size_t i) {
+        const std::size_t j = first + i;
+        return static_cast<std::size_t>(pages[j / P]) * P + j % P;
+      };
       scores.resize(n);
       float mx = -INFINITY;
       for (std::size_t j = 0; j < n; ++j) {

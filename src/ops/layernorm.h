@@ -24,6 +24,9 @@ struct LayerNormArgs {
   bool rms = false;
   TensorView sum_out;  // optional (data null): x + residual
   std::size_t group = 0;  // 0 = cols
+  // The sum (x + residual, or x alone) is multiplied by it (f32) before it is normalised and
+  // before sum_out stores it.
+  float sum_scale = 1.0f;
 };
 
 // The checks shared by both backends: operands present, x, residual, out and sum_out of one

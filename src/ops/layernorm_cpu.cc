@@ -21,8 +21,14 @@ constexpr std::size_t kLanes = 32;
 [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]] void normalize_row(
     const LayerNormArgs& a, std::size_t n, const float* x, const float* res, float* v, float* out, float* sum_out) {
   if (res) {
-    for (std::size_t j = 0; j < n; ++j) v[j] = x[j] + res[j];
+    if (a.sum_scale == 1.0f) {
+      for (std::size_t j = 0; j < n; ++j) v[j] = x[j] + res[j];
+    } else {
+      for (std::size_t j = 0; j < n; ++j) v[j] = (x[j] + res[j]) * a.sum_scale;
+    }
     if (sum_out) std::copy(v, v + n, sum_out);
+  } else if (a.sum_scale != 1.0f) {
+    for (std::size_t j = 0; j < n; ++j) v[j] = x[j] * a.sum_scale;
   } else {
     v = const_cast<float*>(x);  // read only below
   }

@@ -31,6 +31,8 @@
 #include "ops/short_conv.h"
 #include "ops/image_patches.h"
 #include "ops/kv_cache.h"
+#include "ops/logits.h"
+#include "ops/moe.h"
 #include "ops/probe_attention.h"
 #include "ops/tensor_view.h"
 
@@ -154,5 +156,20 @@ void add_position_cuda(const AddPositionArgs& a, cudaStream_t stream);
 // q f32, seq_starts on the device; empty (padding) sequences get zero rows. Heads up to
 // kProbeAttentionMaxHeadDim wide.
 void probe_attention_cuda(const ProbeAttentionArgs& a, cudaStream_t stream);
+
+// Mixture of experts (ops/moe.h), every pointer on the device, `rows` the launched rows (rows
+// past the batch's tokens carry ids ≥ 0 written by the router over them: harmless work). The
+// router: x any element type, w and expert_scale f32, one warp-sized reduction per token and
+// expert. The experts: x, gate_up, down and out of one element type, ids and weights as the
+// router wrote them; pairs sorted by expert on the device (counts, offsets, scatter), grouped
+// GEMMs over the experts that received rows, the weighted sum back per token — no host
+// round trip, capturable in a CUDA graph. a.workspace holds moe_workspace_bytes(rows, ...).
+void router_cuda(const RouterArgs& a, cudaStream_t stream);
+void moe_cuda(const MoeArgs& a, cudaStream_t stream);
+
+// Row softmax (x f32, out any type; all −inf rows give zeros) and the logit softcap (x any type,
+// out f32), ops/logits.h.
+void softmax_rows_cuda(const SoftmaxRowsArgs& a, cudaStream_t stream);
+void softcap_cuda(const SoftcapArgs& a, cudaStream_t stream);
 
 }  // namespace il::ops

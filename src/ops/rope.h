@@ -37,6 +37,8 @@ struct RopeArgs {
   bool sections_restart = false;  // inv_freq index restarts at 0 in each group
   std::size_t freq_dim = 0;       // the exponent's denominator; 0: rotary_dim
   std::size_t axis_stride = 0;
+  // 0: every pair turns; else pairs j ≥ active_pairs get inv_freq 0 (an angle of 0: unchanged).
+  std::size_t active_pairs = 0;
 };
 
 // Each angle's inv_freq and the axis its position is read from (0 without sections), in angle

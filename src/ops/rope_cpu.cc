@@ -20,6 +20,7 @@ void check_rope(const RopeArgs& a, const char* what) {
   check(a.rotary_dim > 0 && a.rotary_dim % 2 == 0 && a.rotary_dim <= a.head_dim, what, ": rotary_dim ", a.rotary_dim,
         " must be even and at most head_dim ", a.head_dim);
   check(a.x.ld >= a.heads * a.head_dim, what, ": row stride ", a.x.ld, " smaller than heads × head_dim");
+  check(a.active_pairs == 0 || a.sections.empty(), what, ": active_pairs applies to single-axis rope only");
   if (a.sections.empty()) return;
   std::size_t total = 0, widest = 0;
   for (const int g : a.sections) {
@@ -39,7 +40,10 @@ RopeFrequencies rope_frequencies(const RopeArgs& a) {
   const std::size_t half = a.rotary_dim / 2;
   RopeFrequencies f{std::vector<float>(half), std::vector<int>(half, 0)};
   if (a.sections.empty()) {
-    for (std::size_t j = 0; j < half; ++j) f.inv_freq[j] = rope_inv_freq(a.theta, j, a.rotary_dim);
+    // Proportional rope: the pairs past active_pairs get no frequency (an angle of 0 leaves them
+    // exactly as they are), the exponent still over the whole rotary_dim.
+    const std::size_t active = a.active_pairs == 0 ? half : std::min(a.active_pairs, half);
+    for (std::size_t j = 0; j < active; ++j) f.inv_freq[j] = rope_inv_freq(a.theta, j, a.rotary_dim);
     return f;
   }
   const std::size_t freq_dim = a.freq_dim == 0 ? a.rotary_dim : a.freq_dim;

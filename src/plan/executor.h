@@ -22,6 +22,10 @@ class Executor {
   virtual void run(const std::string& program) = 0;
   // Copies the current rows of `view` (T or B rows, view.cols wide) into dst, densely packed.
   virtual void read(const View& view, float* dst) = 0;
+  // Copies `rows` dense rows of view.cols values from src into the first rows of `view`, a view
+  // of a persistent buffer (converted to its element type): inputs that outlive a batch, such as
+  // DiffusionGemma's self-conditioning logits.
+  virtual void write(const View& view, const float* src, std::size_t rows) = 0;
   virtual std::string backend_name() const = 0;
   // The precision the ops compute in: "f32", "f16" or "bf16" (CUDA low-precision modes).
   virtual std::string compute_dtype() const { return "f32"; }

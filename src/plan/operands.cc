@@ -24,7 +24,7 @@ Operands operands(const StepOp& op) {
                  [&](const GemmStep& s) {
                    o.reads = {s.x};
                    o.writes = {s.y};
-                   weight(s.w, WeightRole::kGemm, s.x);
+                   weight(s.w, s.transpose_w ? WeightRole::kGemmTransposed : WeightRole::kGemm, s.x);
                    weight(s.bias, WeightRole::kGemmBias, s.x);
                  },
                  [&](const LayerNormStep& s) {
@@ -89,6 +89,27 @@ Operands operands(const StepOp& op) {
                  },
                  [&](const InjectRowsStep& s) {
                    o.reads = {s.src, s.out};
+                   o.writes = {s.out};
+                 },
+                 [&](const RouterStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.ids, s.weights};
+                   // f32 in every mode: small, and the routing decision is made in f32.
+                   weight(s.w, WeightRole::kNorm, s.x);
+                   weight(s.expert_scale, WeightRole::kNorm, s.x);
+                 },
+                 [&](const MoeStep& s) {
+                   o.reads = {s.x, s.ids, s.weights};
+                   o.writes = {s.out};
+                   weight(s.gate_up, WeightRole::kExperts, s.x);
+                   weight(s.down, WeightRole::kExperts, s.x);
+                 },
+                 [&](const SoftmaxStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.out};
+                 },
+                 [&](const SoftcapStep& s) {
+                   o.reads = {s.x};
                    o.writes = {s.out};
                  },
              },

@@ -14,6 +14,8 @@ enum class WeightRole {
   kGemmBias,   // [out], added in the GEMM epilogue; stored like the GEMM's activations
   kTable,      // embedding table rows copied into activations; stored like them
   kNorm,       // norm scale / shift: f32 in every precision mode
+  kGemmTransposed,  // [in, out] matrix of a GEMM (GemmStep::transpose_w); stored like kGemm
+  kExperts,    // [experts, out, in]: one [out, in] GEMM matrix per expert; stored like kGemm
 };
 
 struct WeightUse {

@@ -108,7 +108,9 @@ void Plan::add_step(const std::string& program, std::string name, StepOp op) {
   const bool row_wise = std::holds_alternative<GemmStep>(op) || std::holds_alternative<LayerNormStep>(op) ||
                         std::holds_alternative<GluStep>(op) || std::holds_alternative<L2Step>(op) ||
                         std::holds_alternative<KvWriteStep>(op) || std::holds_alternative<CachedAttentionStep>(op) ||
-                        std::holds_alternative<InjectRowsStep>(op);
+                        std::holds_alternative<InjectRowsStep>(op) || std::holds_alternative<RouterStep>(op) ||
+                        std::holds_alternative<MoeStep>(op) || std::holds_alternative<SoftmaxStep>(op) ||
+                        std::holds_alternative<SoftcapStep>(op);
   const Operands o = operands(op);
   for (const auto* views : {&o.reads, &o.writes})
     for (const View& v : *views) {

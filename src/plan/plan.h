@@ -119,12 +119,17 @@ struct EmbedStep {
   WeightId word = kNoWeight, position = kNoWeight, type = kNoWeight;
   std::size_t position_offset = 0;
   View out;
+  float scale = 1.0f;  // the word row times scale (Gemma's √hidden), before position and type rows
 };
 struct GemmStep {
   View x;
   WeightId w = kNoWeight, bias = kNoWeight;
   Activation act = Activation::kNone;
   View y;
+  // w read as an [in, out] matrix (y = x · w): a tied embedding table [vocab, hidden] multiplied
+  // by a distribution over the vocabulary (DiffusionGemma's self-conditioning), from the one copy
+  // the LM head reads as [out, in].
+  bool transpose_w = false;
 };
 // out = norm(x + residual) · w (+ b); sum_out, when given, also gets x + residual (the residual
 // stream of a pre-norm model, kept for the next sum). group > 0 normalises each run of `group`
@@ -140,6 +145,9 @@ struct LayerNormStep {
   View sum_out;   // buffer -1: none (needs a residual)
   std::size_t group = 0;
   Activation act = Activation::kNone;  // then out = act(out) (GLM-OCR's merger: LayerNorm, GELU)
+  // The sum is (x + residual) · sum_scale, normalised and stored (sum_out) scaled: Gemma-4's
+  // per-layer `layer_scalar` on the residual stream a layer leaves.
+  float sum_scale = 1.0f;
 };
 // out = act(x[:, :n]) ⊙ x[:, n:2n] with n = out.cols: a gated MLP's gate and up projections,
 // computed as one GEMM with the gate's rows first.
@@ -164,6 +172,10 @@ struct RopeStep {
   std::vector<int> sections;
   bool sections_restart = false;
   std::size_t freq_dim = 0;
+  // 0: every pair turns. Else only pairs j < active_pairs turn, the others pass unchanged
+  // (Gemma-4's "proportional" rope: rotate-half over the whole head, a quarter of the
+  // frequencies non-zero).
+  std::size_t active_pairs = 0;
 };
 // Which query rows an attention computes: every token, or one per sequence (its first or its
 // last token); with one, out has kSelected rows (row s for sequence s) while keys and values are
@@ -245,12 +257,17 @@ struct KvWriteStep {
 // Batch::cache_lengths[t] entries of s's cache, its own included (a KvWriteStep stored them
 // before); entry j lives in row kv_pages[kv_page_starts[s] + j / P] · P + j % P, P the page size.
 // GQA as in AttentionStep. A decode step's tokens are one per sequence, a prefill's the prompt.
+// With window W > 0 (sliding-window layers) token t reads only entries from
+// max(0, a − W + 1) up to its cache length, a = Batch::window_anchors[t] (empty: cache length − 1,
+// the token's own entry: a causal sliding window). A diffusion canvas's tokens all anchor at the
+// canvas's first entry: they see the W − 1 entries before it and the whole canvas.
 struct CachedAttentionStep {
   View q;
   View k_cache, v_cache;
   std::size_t heads = 0, kv_heads = 0, head_dim = 0;
   float scale = 1.0f;
   View out;
+  std::size_t window = 0;
 };
 // Rows taken from another buffer: out[t] = src[Batch::inject_rows[t]] for the tokens where that
 // is not negative (a multimodal prompt's image tokens take the vision tower's rows, which a
@@ -260,9 +277,42 @@ struct InjectRowsStep {
   View out;
 };
 
+// Mixture of experts (ops/moe.h). RouterStep: per token, p = softmax(x · wᵀ) over `experts`
+// (w [experts, x.cols], f32 arithmetic), the top_k experts by p, their weights p renormalised
+// over the top_k and times expert_scale[e]: ids (an Elem::kI32 buffer) and weights (kF32),
+// top_k columns each. MoeStep: out[t] = Σ_k weights[t, k] · down[e] · (act(g) ⊙ u),
+// [g | u] = gate_up[e] · x[t], e = ids[t, k]; gate_up [experts, 2 · inner, x.cols] (gate rows
+// first), down [experts, out.cols, inner].
+struct RouterStep {
+  View x;
+  WeightId w = kNoWeight, expert_scale = kNoWeight;
+  std::size_t experts = 0, top_k = 0;
+  View ids, weights;
+};
+struct MoeStep {
+  View x;
+  View ids, weights;
+  WeightId gate_up = kNoWeight, down = kNoWeight;
+  std::size_t experts = 0, top_k = 0, inner = 0;
+  Activation act = Activation::kGeluTanh;
+  View out;
+};
+// out = softmax(x) · scale per row, x f32; a row of −inf (no distribution) gives zeros.
+struct SoftmaxStep {
+  View x;
+  float scale = 1.0f;
+  View out;
+};
+// out = cap · tanh(x / cap), out f32 (a final logit softcap).
+struct SoftcapStep {
+  View x;
+  float cap = 30.0f;
+  View out;
+};
+
 using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step,
                             DisentangledAttentionStep, ShortConvStep, PatchEmbedStep, ProbeAttentionStep, KvWriteStep,
-                            CachedAttentionStep, InjectRowsStep>;
+                            CachedAttentionStep, InjectRowsStep, RouterStep, MoeStep, SoftmaxStep, SoftcapStep>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"
@@ -347,6 +397,8 @@ struct Batch {
   // kv_page_size rows each.
   std::vector<int32_t> cache_rows;
   std::vector<int32_t> cache_lengths;
+  // Empty, or one per token: the entry a sliding window counts back from (CachedAttentionStep).
+  std::vector<int32_t> window_anchors;
   std::vector<int32_t> kv_page_starts;
   std::vector<int32_t> kv_pages;
   std::size_t kv_page_size = 0;

@@ -27,6 +27,10 @@ const char* op_name(const StepOp& op) {
                         [](const KvWriteStep&) { return "kv_write"; },
                         [](const CachedAttentionStep&) { return "cached_attention"; },
                         [](const InjectRowsStep&) { return "inject_rows"; },
+                        [](const RouterStep&) { return "router"; },
+                        [](const MoeStep&) { return "moe"; },
+                        [](const SoftmaxStep&) { return "softmax"; },
+                        [](const SoftcapStep&) { return "softcap"; },
                     },
                     op);
 }

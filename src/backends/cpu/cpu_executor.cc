@@ -19,6 +19,8 @@
 #include "ops/short_conv.h"
 #include "ops/image_patches.h"
 #include "ops/kv_cache.h"
+#include "ops/logits.h"
+#include "ops/moe.h"
 #include "ops/probe_attention.h"
 #include "plan/operands.h"
 #include "plan/overloaded.h"
@@ -45,14 +47,16 @@ void CpuExecutor::pack_gemm_weights(plan::Plan& plan) {
   // GEMM weights move into panels. Those read by other steps too (a tied embedding used as an
   // output projection) keep their plan copy; the others are released once packed.
   struct Uses {
-    bool gemm = false, other = false;
+    bool gemm = false, transposed = false, other = false;
   };
   std::map<plan::WeightId, Uses> uses;
   for (const std::string& name : plan.program_names())
     for (const plan::Step& step : plan.program(name))
       for (const plan::WeightUse& use : plan::operands(step.op).weights) {
         Uses& u = uses[use.id];
-        (use.role == plan::WeightRole::kGemm ? u.gemm : u.other) = true;
+        (use.role == plan::WeightRole::kGemm             ? u.gemm
+         : use.role == plan::WeightRole::kGemmTransposed ? u.transposed
+                                                          : u.other) = true;
       }
   // Every weight is converted to f32 one tensor at a time (a bf16 checkpoint is never held in f32
   // whole, nor twice): GEMM weights straight into panels, the others into the executor's own
@@ -68,6 +72,14 @@ void CpuExecutor::pack_gemm_weights(plan::Plan& plan) {
       const std::size_t n = static_cast<std::size_t>(w.shape[0]);
       const std::size_t k = static_cast<std::size_t>(w.shape[1]);
       packed_.emplace(id, ops::PackedWeight(values.data(), n, k));
+    }
+    if (u.transposed) {  // [in, out]: packed as the [out, in] matrix it stands for
+      check(w.shape.size() == 2, "cpu executor: GEMM weight ", w.name, " is not a matrix");
+      const std::size_t in = static_cast<std::size_t>(w.shape[0]), out = static_cast<std::size_t>(w.shape[1]);
+      std::vector<float> t(values.size());
+      for (std::size_t i = 0; i < in; ++i)
+        for (std::size_t o = 0; o < out; ++o) t[o * in + i] = values[i * out + o];
+      packed_transposed_.emplace(id, ops::PackedWeight(t.data(), out, in));
     }
     if (u.other) host_weights_[static_cast<std::size_t>(id)] = std::move(values);
     w.release();
@@ -175,12 +187,15 @@ void CpuExecutor::execute(const plan::Step& step) {
           [&](const plan::EmbedStep& op) {
             ops::embed_cpu({batch_.tokens.data(), batch_.type_ids.empty() ? nullptr : batch_.type_ids.data(), starts,
                             nseq, weight(op.word), weight(op.position), op.position_offset, weight(op.type),
-                            tensor(op.out), op.out.cols},
+                            tensor(op.out), op.out.cols, op.scale},
                            pool_);
           },
           [&](const plan::GemmStep& op) {
-            ops::gemm_packed_cpu({tensor(op.x), &packed_.at(op.w), weight(op.bias), tensor(op.y),
-                                  row_wise(step.name, op.x, {op.y}), op.act},
+            const ops::PackedWeight& w = op.transpose_w ? packed_transposed_.at(op.w) : packed_.at(op.w);
+            check(w.k() == op.x.cols && w.n() == op.y.cols, "gemm ", step.name, ": a weight of ", w.n(), " × ", w.k(),
+                  " for ", op.x.cols, " inputs and ", op.y.cols, " outputs");
+            ops::gemm_packed_cpu({tensor(op.x), &w, weight(op.bias), tensor(op.y), row_wise(step.name, op.x, {op.y}),
+                                  op.act},
                                  pool_);
           },
           [&](const plan::LayerNormStep& op) {
@@ -190,6 +205,7 @@ void CpuExecutor::execute(const plan::Step& step) {
                                  op.rms};
             a.sum_out = present(op.sum_out) ? tensor(op.sum_out) : ops::TensorView{};
             a.group = op.group;
+            a.sum_scale = op.sum_scale;
             ops::check_layernorm(a, step.name.c_str());
             ops::layernorm_cpu(a, pool_);
             if (op.act != Activation::kNone)  // out = act(out), row by row
@@ -219,6 +235,7 @@ void CpuExecutor::execute(const plan::Step& step) {
               a.freq_dim = op.freq_dim;
               a.axis_stride = batch_.num_tokens();
             }
+            a.active_pairs = op.active_pairs;
             ops::check_rope(a, step.name.c_str());
             ops::rope_cpu(a, pool_);
           },
@@ -346,6 +363,12 @@ void CpuExecutor::execute(const plan::Step& step) {
             a.kv_heads = op.kv_heads;
             a.head_dim = op.head_dim;
             a.scale = op.scale;
+            a.window = op.window;
+            if (op.window > 0 && !batch_.window_anchors.empty()) {
+              check(batch_.window_anchors.size() == batch_.num_tokens(), "cached_attention ", step.name, ": ",
+                    batch_.window_anchors.size(), " window anchors for ", batch_.num_tokens(), " tokens");
+              a.window_anchors = batch_.window_anchors.data();
+            }
             ops::cached_attention_cpu(a, pool_);
           },
           [&](const plan::InjectRowsStep& op) {
@@ -357,6 +380,52 @@ void CpuExecutor::execute(const plan::Step& step) {
                                   op.out.cols},
                                  pool_);
           },
+          [&](const plan::RouterStep& op) {
+            ops::RouterArgs a;
+            a.x = tensor(op.x);
+            a.w = weight_f32(op.w);
+            a.expert_scale = weight_f32(op.expert_scale);
+            a.ids = reinterpret_cast<int32_t*>(ptr(op.ids));  // an Elem::kI32 buffer: 4-byte slots
+            a.ld_ids = ld(op.ids);
+            a.weights = ptr(op.weights);
+            a.ld_weights = ld(op.weights);
+            a.rows = row_wise(step.name, op.x, {op.ids, op.weights});
+            a.cols = op.x.cols;
+            a.experts = op.experts;
+            a.top_k = op.top_k;
+            check(op.ids.cols >= op.top_k && op.weights.cols >= op.top_k, "router ", step.name, ": outputs narrower than top_k ",
+                  op.top_k);
+            ops::router_cpu(a, pool_);
+          },
+          [&](const plan::MoeStep& op) {
+            ops::MoeArgs a;
+            a.x = tensor(op.x);
+            a.ids = reinterpret_cast<const int32_t*>(ptr(op.ids));
+            a.ld_ids = ld(op.ids);
+            a.weights = ptr(op.weights);
+            a.ld_weights = ld(op.weights);
+            a.gate_up = weight(op.gate_up);
+            a.down = weight(op.down);
+            a.out = tensor(op.out);
+            a.rows = row_wise(step.name, op.x, {op.ids, op.weights, op.out});
+            a.cols = op.x.cols;
+            a.out_cols = op.out.cols;
+            a.experts = op.experts;
+            a.top_k = op.top_k;
+            a.inner = op.inner;
+            a.act = op.act;
+            ops::moe_cpu(a, pool_);
+          },
+          [&](const plan::SoftmaxStep& op) {
+            check(op.x.cols == op.out.cols, "softmax ", step.name, ": ", op.x.cols, " columns in, ", op.out.cols, " out");
+            ops::softmax_rows_cpu({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.scale},
+                                  pool_);
+          },
+          [&](const plan::SoftcapStep& op) {
+            check(op.x.cols == op.out.cols, "softcap ", step.name, ": ", op.x.cols, " columns in, ", op.out.cols, " out");
+            ops::softcap_cpu({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.cap},
+                             pool_);
+          },
       },
       step.op);
 }
@@ -367,6 +436,14 @@ void CpuExecutor::read(const View& view, float* dst) {
   const std::size_t stride = ld(view);
   for (std::size_t r = 0; r < n; ++r)
     std::memcpy(dst + r * view.cols, src + r * stride, view.cols * sizeof(float));
+}
+
+void CpuExecutor::write(const View& view, const float* src, std::size_t n) {
+  const plan::BufferDesc& b = plan_.buffers().at(static_cast<std::size_t>(view.buffer));
+  check(b.rows == Rows::kPersistent, "cpu executor: write into ", b.name, ", which is not a persistent buffer");
+  check(n <= b.fixed_rows, "cpu executor: ", n, " rows written into ", b.name, " of ", b.fixed_rows, " rows");
+  float* dst = ptr(view);
+  for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * b.cols, src + r * view.cols, view.cols * sizeof(float));
 }
 
 void CpuExecutor::maxsim(const View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,

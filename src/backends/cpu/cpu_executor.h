@@ -28,6 +28,7 @@ class CpuExecutor final : public plan::Executor {
   void set_batch(const plan::Batch& batch) override;
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
+  void write(const plan::View& view, const float* src, std::size_t rows) override;
   std::string backend_name() const override { return "cpu"; }
   void maxsim(const plan::View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
               float* scores) override;
@@ -55,6 +56,7 @@ class CpuExecutor final : public plan::Executor {
   ThreadPool pool_;
   std::vector<std::vector<float>> buffers_;
   std::map<plan::WeightId, ops::PackedWeight> packed_;  // GEMM weights in panel layout
+  std::map<plan::WeightId, ops::PackedWeight> packed_transposed_;  // [in, out] GEMM operands, packed as their transpose
   std::vector<std::vector<float>> host_weights_;        // the other weights, f32, by id (empty: none)
   plan::Batch batch_;
   plan::StepProfile profile_;
