@@ -238,6 +238,12 @@ class Engine {
   virtual std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images);
   // The logits of each prompt's last position (one row of vocab values per request).
   virtual Matrix prompt_logits(const std::vector<GenerationRequest>& requests);
+  // Block-diffusion models (DiffusionGemma): the prompt encoded into a fresh cache, then one
+  // denoising forward of `canvas` (canvas_length ids) after it: its softcapped logits, one row of
+  // vocab values per canvas position. sc_logits: null, or canvas_length rows of vocab values,
+  // the self-conditioning logits of a previous step.
+  virtual Matrix canvas_logits(const std::vector<int32_t>& prompt, const std::vector<int32_t>& canvas,
+                               const Matrix* sc_logits);
 
   // CUDA graphs captured so far (one per program and batch-shape bucket, at most 256 per
   // engine; each holds some host and device memory); 0 on the CPU. Same thread as the calls above.

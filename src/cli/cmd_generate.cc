@@ -5,6 +5,10 @@
 // prints {"tokens": [...]} (the new tokens only; greedy unless the options or the line ask for
 // sampling); --output-kind vision prints {"vision": [[...]]} (the vision tower's rows for the
 // line's images), --output-kind logits {"logits": [...]} (the prompt's last position).
+// Block-diffusion models (DiffusionGemma): --output-kind canvas-logits reads
+//   {"prompt_ids": [...], "canvas_ids": [...], "sc_logits": [[...] per canvas position]}
+// (sc_logits optional) and prints {"logits": [[...] per canvas position]}: the softcapped logits
+// of one denoising forward of the canvas after the prompt is encoded.
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -155,8 +159,59 @@ void write_result(const GenerateArgs& a, const GenerationRequest& r, const Gener
   out.end_line();
 }
 
+// sc_logits: canvas rows of vocab finite numbers.
+Matrix logit_rows(const nlohmann::json& v, std::string_view where) {
+  if (!v.is_array() || v.empty()) throw input_error(where, "\"sc_logits\" must be a non-empty array of rows");
+  Matrix m;
+  m.rows = v.size();
+  for (const auto& r : v) {
+    if (!r.is_array() || r.empty() || (m.cols != 0 && r.size() != m.cols))
+      throw input_error(where, "\"sc_logits\" must hold rows of numbers of one length (one row per canvas position)");
+    m.cols = r.size();
+    for (const auto& x : r) {
+      if (!x.is_number()) throw input_error(where, "\"sc_logits\" holds " + io::describe_json(x));
+      const double d = x.get<double>();
+      if (!std::isfinite(d)) throw input_error(where, "\"sc_logits\" holds a value that is not finite");
+      m.data.push_back(static_cast<float>(d));
+    }
+  }
+  return m;
+}
+
+void run_canvas_logits(Engine& engine, const GenerateArgs& a) {
+  LineReader in(a.input);
+  OutputSink out(a.output);
+  std::string line;
+  while (in.next(line)) {
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string w = "input line " + std::to_string(in.line_number());
+    const nlohmann::json j = parse_json_object(line, w);
+    Matrix logits;
+    try {
+      check_fields(j, {"prompt_ids", "canvas_ids", "sc_logits"}, w);
+      const std::vector<int32_t> prompt = get_int_array(j, "prompt_ids", w);
+      const std::vector<int32_t> canvas = get_int_array(j, "canvas_ids", w);
+      std::optional<Matrix> sc;
+      if (has_key(j, "sc_logits")) sc = logit_rows(j.at("sc_logits"), w);
+      logits = engine.canvas_logits(prompt, canvas, sc ? &*sc : nullptr);
+    } catch (const Error& e) {
+      throw input_error(w, e.what());
+    }
+    std::string& b = out.buffer();
+    b += "{\"logits\":[";
+    for (std::size_t i = 0; i < logits.rows; ++i) {
+      if (i) b += ',';
+      append_floats(b, logits.row(i), logits.cols);
+    }
+    b += "]}";
+    out.end_line();
+    out.flush();
+  }
+}
+
 void run_generate(const GenerateArgs& a) {
   auto engine = load_engine(a.engine);
+  if (a.output_kind == "canvas-logits") return run_canvas_logits(*engine, a);
   const ModelInfo& info = engine->info();
   if (!info.capabilities.generate) throw UsageError(a.engine.model + " is not a generating model");
   LineReader in(a.input);
@@ -211,9 +266,10 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "JSONL output file, or - for stdout")->capture_default_str();
   cmd->add_option("--output-kind", a->output_kind,
                   "tokens: {\"tokens\": [...]} the new tokens; vision: {\"vision\": [[...]]} the vision tower's rows; "
-                  "logits: {\"logits\": [...]} the prompt's last position")
+                  "logits: {\"logits\": [...]} the prompt's last position; canvas-logits (block diffusion): "
+                  "{\"logits\": [[...]]} one denoising forward of a line's canvas_ids after its prompt_ids")
       ->capture_default_str()
-      ->check(CLI::IsMember({"tokens", "vision", "logits"}));
+      ->check(CLI::IsMember({"tokens", "vision", "logits", "canvas-logits"}));
   cmd->add_option("--max-new-tokens", a->sampling.max_new_tokens, "New tokens at most (a line's max_new_tokens wins)")
       ->capture_default_str();
   cmd->add_option("--temperature", a->sampling.temperature, "0 = greedy; else sample at this temperature")

@@ -165,6 +165,10 @@ void for_each_view(plan::StepOp& op, F&& f) {
                  [&](plan::KvWriteStep& s) { f(s.k), f(s.v), f(s.k_cache), f(s.v_cache); },
                  [&](plan::CachedAttentionStep& s) { f(s.q), f(s.k_cache), f(s.v_cache), f(s.out); },
                  [&](plan::InjectRowsStep& s) { f(s.src), f(s.out); },
+                 [&](plan::RouterStep& s) { f(s.x), f(s.ids), f(s.weights); },
+                 [&](plan::MoeStep& s) { f(s.x), f(s.ids), f(s.weights), f(s.out); },
+                 [&](plan::SoftmaxStep& s) { f(s.x), f(s.out); },
+                 [&](plan::SoftcapStep& s) { f(s.x), f(s.out); },
              },
              op);
 }

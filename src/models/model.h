@@ -17,6 +17,7 @@
 #include "inferencelayer/engine.h"
 #include "io/st_modules.h"
 #include "models/colbert_config.h"
+#include "models/diffusion_gemma_config.h"
 #include "plan/plan.h"
 
 namespace il::text {
@@ -102,6 +103,26 @@ struct GenerationSpec {
   std::vector<std::string> notes;  // what the loader left out and why (info)
 };
 
+// A block-diffusion model (DiffusionGemma; runtime/diffusion_generator.h drives it). Programs:
+// "encode" (a prompt or a committed canvas: its keys and values into the cache, causal, sliding
+// layers over a window) and "canvas" (canvases of canvas_length tokens → output "canvas_logits",
+// f32 softcapped logits, token rows; each canvas attends bidirectionally to its sequence's cache
+// and to itself; self-conditioning from the rows of `sc_logits`, a row of −inf meaning none).
+struct DiffusionSpec {
+  std::size_t canvas_length = 0;
+  std::size_t vocab = 0;
+  // Per layer: its persistent KV buffer (keys in the first half of the columns) and width.
+  std::vector<plan::BufferId> kv_cache;
+  std::vector<std::size_t> kv_cols;
+  std::size_t window = 0;  // sliding layers: they read the last window − 1 entries before a token
+  // f32 [tokens, vocab], persistent (the runtime sizes it to its largest canvas batch): the
+  // previous step's processed logits of each canvas row, written before a canvas run.
+  plan::BufferId sc_logits = -1;
+  DiffusionSettings defaults;  // generation_config.json
+  std::size_t max_positions = 0;
+  std::vector<std::string> notes;  // what the loader left out and why (info)
+};
+
 struct BuiltModel {
   plan::Plan plan;
   Capabilities capabilities;
@@ -136,6 +157,7 @@ struct BuiltModel {
   // Image–text models (SigLIP): the stored logit_scale and logit_bias parameters.
   std::optional<std::pair<float, float>> logit;
   std::optional<GenerationSpec> generation;
+  std::optional<DiffusionSpec> diffusion;
 };
 
 }  // namespace il::models

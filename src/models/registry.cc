@@ -8,6 +8,7 @@
 #include "models/modernbert.h"
 #include "models/nomic_bert.h"
 #include "models/deberta.h"
+#include "models/diffusion_gemma.h"
 #include "models/glm_ocr.h"
 #include "models/qwen3.h"
 #include "models/lfm2.h"
@@ -50,6 +51,9 @@ const std::vector<Architecture>& architectures() {
        build_siglip_random},
       {"glm_ocr", {"glm_ocr"}, "OCR: page images to text (GLM-OCR)", check_glm_ocr_config, build_glm_ocr_folder,
        build_glm_ocr_random},
+      {"diffusion_gemma", {"diffusion_gemma"},
+       "DiffusionGemma: block-diffusion text generation (canvas logits so far; the sampler loop is in progress)",
+       check_diffusion_gemma_config, build_diffusion_gemma_folder, build_diffusion_gemma_random},
   };
   return table;
 }

@@ -297,7 +297,8 @@ struct MoeStep {
   Activation act = Activation::kGeluTanh;
   View out;
 };
-// out = softmax(x) · scale per row, x f32; a row of −inf (no distribution) gives zeros.
+// out = softmax(x) · scale per row, x f32; a row of −inf (no distribution) gives zeros. Runs
+// over out's rows: x may be a persistent buffer holding at least that many.
 struct SoftmaxStep {
   View x;
   float scale = 1.0f;

@@ -19,6 +19,7 @@
 #include "ops/maxsim.h"
 #include "runtime/batching.h"
 #include "runtime/colbert_inputs.h"
+#include "runtime/diffusion_runner.h"
 #include "runtime/generator.h"
 #include "runtime/image_batch.h"
 #include "runtime/image_loader.h"
@@ -87,12 +88,20 @@ class LocalEngine final : public Engine {
     // (a generating model's context is the KV cache's business: its scratch holds prompts).
     max_batch_tokens_ = model_.generation ? std::max<std::size_t>(options.max_batch_tokens, 1)
                                           : std::max<std::size_t>(options.max_batch_tokens, max_len_);
+    // A block-diffusion model's batch holds at least one canvas.
+    if (model_.diffusion)
+      max_batch_tokens_ = std::max({options.max_batch_tokens, model_.diffusion->canvas_length, std::size_t{1}});
     // ... and one image's patch tokens.
     if (model_.image) max_batch_tokens_ = std::max(max_batch_tokens_, model_.image->patches());
     std::optional<runtime::KvCacheLayout> kv;
     if (model_.generation) kv = runtime::size_kv_cache(model_, kv_cache_tokens(options), options.kv_page_size,
                                                       max_batch_tokens_);
+    std::optional<runtime::DiffusionCacheLayout> diffusion_kv;
+    if (model_.diffusion)
+      diffusion_kv = runtime::size_diffusion_cache(model_, diffusion_cache_tokens(options), options.kv_page_size,
+                                                   max_batch_tokens_);
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
+    if (diffusion_kv) diffusion_.emplace(model_, *exec_, *diffusion_kv, max_batch_tokens_);
     if (kv)
       generator_.emplace(model_, *exec_, *kv, max_batch_tokens_, tokenizer_ ? &*tokenizer_ : nullptr);
     info_.backend = exec_->backend_name();
@@ -424,6 +433,36 @@ class LocalEngine final : public Engine {
     return generator().vision_rows(images);
   }
 
+  Matrix canvas_logits(const std::vector<int32_t>& prompt, const std::vector<int32_t>& canvas,
+                       const Matrix* sc_logits) override {
+    check(diffusion_.has_value(), "this model is not a block-diffusion model (it has no canvas)");
+    runtime::DiffusionRunner& r = *diffusion_;
+    const std::size_t C = r.canvas_length(), V = r.vocab();
+    check(!prompt.empty(), "the prompt is empty");
+    check(canvas.size() == C, "the canvas holds ", canvas.size(), " ids; this model's canvas_length is ", C);
+    check(!sc_logits || (sc_logits->rows == C && sc_logits->cols == V), "sc_logits must be ", C, " rows of ", V,
+          " logits");
+    for (const auto* ids : {&prompt, &canvas})
+      for (int32_t id : *ids)
+        check(id >= 0 && static_cast<std::size_t>(id) < V, "token id ", id, " is outside the vocabulary of ", V);
+    check(prompt.size() + C <= model_.diffusion->max_positions, "the prompt and canvas (", prompt.size() + C,
+          " positions) exceed the model's ", model_.diffusion->max_positions);
+    runtime::DiffusionRunner::Cache cache;
+    check(r.reserve(cache, prompt.size() + C), "the KV cache cannot hold ", prompt.size() + C,
+          " entries (raise --kv-cache-tokens)");
+    Matrix out(C, V);
+    try {
+      r.encode(cache, prompt);
+      r.canvas({&cache}, canvas, sc_logits ? std::span<const float>(sc_logits->data) : std::span<const float>(),
+               out.data);
+    } catch (...) {
+      r.release(cache);
+      throw;
+    }
+    r.release(cache);
+    return out;
+  }
+
   Matrix prompt_logits(const std::vector<GenerationRequest>& requests) override {
     const std::vector<std::vector<float>> rows = generator().prompt_logits(requests);
     Matrix out(rows.size(), static_cast<std::size_t>(model_.limits.vocab));
@@ -481,6 +520,13 @@ class LocalEngine final : public Engine {
   runtime::Generator& generator() {
     check(generator_.has_value(), "this model does not generate text");
     return *generator_;
+  }
+
+  // A block-diffusion model's cache budget: asked for, or a default by device.
+  std::size_t diffusion_cache_tokens(const EngineOptions& options) const {
+    if (options.kv_cache_tokens > 0) return options.kv_cache_tokens;
+    const bool gpu = options.device != "cpu" && cuda::device_count() > 0;
+    return std::max(options.kv_page_size, std::size_t{gpu ? 131072u : 8192u});
   }
 
   // The KV cache budget: asked for, or a default by device, never past 64 full contexts.
@@ -628,6 +674,7 @@ class LocalEngine final : public Engine {
   std::optional<runtime::ColbertTokens> colbert_;  // multi-vector folders with a tokenizer
   std::unique_ptr<plan::Executor> exec_;
   std::optional<runtime::Generator> generator_;  // generating models
+  std::optional<runtime::DiffusionRunner> diffusion_;  // block-diffusion models
   ModelInfo info_;
   std::size_t max_len_ = 0;
   std::size_t max_batch_tokens_ = 0;
@@ -711,6 +758,10 @@ std::vector<Matrix> Engine::vision_rows(const std::vector<PatchImage>&) {
 
 Matrix Engine::prompt_logits(const std::vector<GenerationRequest>&) {
   throw Error("this model does not generate text");
+}
+
+Matrix Engine::canvas_logits(const std::vector<int32_t>&, const std::vector<int32_t>&, const Matrix*) {
+  throw Error("this model is not a block-diffusion model (it has no canvas)");
 }
 
 std::string Engine::decode(const std::vector<int32_t>&, bool) const {

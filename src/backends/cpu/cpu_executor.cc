@@ -418,7 +418,8 @@ void CpuExecutor::execute(const plan::Step& step) {
           },
           [&](const plan::SoftmaxStep& op) {
             check(op.x.cols == op.out.cols, "softmax ", step.name, ": ", op.x.cols, " columns in, ", op.out.cols, " out");
-            ops::softmax_rows_cpu({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.scale},
+            // Over out's rows (the batch's tokens): x may be a persistent buffer of more rows.
+            ops::softmax_rows_cpu({tensor(op.x), tensor(op.out), row_wise(step.name, op.out, {op.x}), op.x.cols, op.scale},
                                   pool_);
           },
           [&](const plan::SoftcapStep& op) {
