@@ -18,6 +18,7 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   i.architecture = model.architecture;
   i.layout = model.layout;
   if (model.generation) i.notes = model.generation->notes;
+  if (model.diffusion) i.notes = model.diffusion->notes;
   i.capabilities = model.capabilities;
   i.kind = model.capabilities.score ? ModelKind::kCrossEncoder : ModelKind::kEmbedding;
   i.hidden = model.hidden;

@@ -1,0 +1,110 @@
+// DiffusionGemma against transformers 5.17 (tools/oracle/make_diffusion_gemma_fixtures.py: a
+// tiny random DiffusionGemmaForBlockDiffusion — 2 sliding + 2 full layers, the full ones without
+// v_proj and with their own head dim and KV heads, 6 experts top-2, every parameter and both
+// stacks' layer_scalar randomised, a 15-token prompt against a sliding window of 6): the canvas
+// forward's softcapped logits after the prompt is encoded, without and with self-conditioning.
+// CPU, f32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "fixture.h"
+#include "inferencelayer/engine.h"
+
+namespace il::test {
+namespace {
+
+std::filesystem::path folder() { return fixtures_root() / "diffusion-gemma"; }
+
+nlohmann::json expected() {
+  std::ifstream in(folder() / "expected.json");
+  return nlohmann::json::parse(in);
+}
+
+// Pages of 4 entries: the prompts and canvases cross page ends.
+std::unique_ptr<Engine> load() {
+  EngineOptions o;
+  o.device = "cpu";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 256;
+  return Engine::load(folder(), o);
+}
+
+Matrix rows_of(const nlohmann::json& v) {
+  Matrix m(v.size(), v.at(0).size());
+  for (std::size_t i = 0; i < m.rows; ++i)
+    for (std::size_t j = 0; j < m.cols; ++j) m.row(i)[j] = v[i][j].get<float>();
+  return m;
+}
+
+double max_abs(const Matrix& a, const Matrix& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    m = std::max(m, std::abs(static_cast<double>(a.data[i]) - b.data[i]));
+  return m;
+}
+
+TEST(DiffusionGemma, DescribesItselfAndIgnoresTheVisionTower) {
+  auto e = load();
+  const ModelInfo& i = e->info();
+  EXPECT_EQ(i.model_type, "diffusion_gemma");
+  EXPECT_EQ(i.layout, "diffusion-gemma");
+  EXPECT_FALSE(i.capabilities.embed);
+  bool noted = false;
+  for (const std::string& n : i.notes) noted = noted || n.find("vision tower") != std::string::npos;
+  EXPECT_TRUE(noted) << "info must say the checkpoint's vision tower is not read";
+  EXPECT_THROW(e->embed({TokenInput{{1, 2}}}, {}), Error);
+}
+
+// The gate: max-abs ≤ 2e-3 on the logits (softcapped to ±30; measured: see the output).
+TEST(DiffusionGemma, CanvasLogitsMatchTransformers) {
+  auto e = load();
+  const nlohmann::json x = expected();
+  ASSERT_EQ(x.at("forward_cases").size(), 3u);
+  for (const auto& c : x.at("forward_cases")) {
+    const std::string name = c.at("name");
+    const std::vector<int32_t> prompt = c.at("prompt_ids"), canvas = c.at("canvas_ids");
+    const Matrix plain = e->canvas_logits(prompt, canvas, nullptr);
+    const Matrix sc_in = rows_of(c.at("sc_logits"));
+    const Matrix sc = e->canvas_logits(prompt, canvas, &sc_in);
+    const double err_plain = max_abs(plain, rows_of(c.at("plain").at("logits")));
+    const double err_sc = max_abs(sc, rows_of(c.at("sc").at("logits")));
+    std::printf("[diffusion-gemma cpu f32] %s: logits max-abs %.3g, with self-conditioning %.3g\n", name.c_str(),
+                err_plain, err_sc);
+    EXPECT_LE(err_plain, 2e-3) << name;
+    EXPECT_LE(err_sc, 2e-3) << name;
+  }
+}
+
+// A canvas forward leaves the cache as it was: the same call twice gives the same logits, and
+// a second sequence's calls in between do not disturb the first's.
+TEST(DiffusionGemma, CanvasForwardsAreIndependent) {
+  auto e = load();
+  const std::vector<int32_t> prompt = {5, 9, 14, 3, 77, 101, 2}, canvas = {1, 2, 3, 4, 5, 6, 7, 8};
+  const Matrix a = e->canvas_logits(prompt, canvas, nullptr);
+  (void)e->canvas_logits({40, 41, 42}, {9, 9, 9, 9, 9, 9, 9, 9}, nullptr);
+  const Matrix b = e->canvas_logits(prompt, canvas, nullptr);
+  EXPECT_EQ(a.data, b.data);
+}
+
+TEST(DiffusionGemma, BadCanvasRequestsAreRefused) {
+  auto e = load();
+  const std::vector<int32_t> canvas(8, 1);
+  EXPECT_THROW(e->canvas_logits({}, canvas, nullptr), Error);                 // empty prompt
+  EXPECT_THROW(e->canvas_logits({1, 2}, {1, 2, 3}, nullptr), Error);         // not canvas_length ids
+  EXPECT_THROW(e->canvas_logits({1, 128}, canvas, nullptr), Error);          // outside the vocabulary
+  Matrix narrow(8, 5);
+  EXPECT_THROW(e->canvas_logits({1, 2}, canvas, &narrow), Error);            // sc rows of the wrong width
+  const std::vector<int32_t> long_prompt(300, 3);
+  EXPECT_THROW(e->canvas_logits(long_prompt, canvas, nullptr), Error);       // more than the cache holds
+  // The engine still answers after the refusals.
+  EXPECT_NO_THROW(e->canvas_logits({1, 2}, canvas, nullptr));
+}
+
+}  // namespace
+}  // namespace il::test
