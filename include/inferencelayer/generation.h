@@ -46,10 +46,26 @@ struct SamplingOptions {
   std::vector<std::string> stop_strings;
 };
 
+// Block-diffusion models (DiffusionGemma): the denoising settings of transformers'
+// DiffusionGemmaGenerationConfig; each unset one takes the folder's generation_config.json
+// (docs/diffusion-gemma.md §6). The seed and stop ids come from SamplingOptions; its other
+// fields (temperature, top-k, top-p, penalties, max_new_tokens) do not apply: the new-token
+// limit is `max_new_tokens` here (whole canvases: ceil(max_new_tokens / canvas_length) blocks).
+struct DiffusionOptions {
+  std::optional<std::size_t> max_new_tokens;
+  std::optional<int> max_denoising_steps;
+  std::optional<double> t_min, t_max;  // the temperature schedule, t_min + (t_max − t_min) · n / N
+  std::optional<float> entropy_bound;
+  std::optional<int> stability_threshold;
+  std::optional<float> confidence_threshold;
+  bool no_early_stop = false;  // denoise every step (confidence_threshold None in transformers)
+};
+
 struct GenerationRequest {
   std::vector<int32_t> input_ids;
   std::vector<PatchImage> images;  // in the order their placeholder runs appear in input_ids
   SamplingOptions options;
+  DiffusionOptions diffusion;
 };
 
 enum class FinishReason { kStopId, kStopString, kLength };

@@ -184,8 +184,15 @@ DiffusionSettings read_diffusion_settings(const std::filesystem::path& dir, int 
     check(it->is_number(), src, ": field \"", key, "\" must be a number or null, got ", d::describe(*it));
     return it->get<float>();
   };
-  s.t_min = number("t_min", s.t_min);
-  s.t_max = number("t_max", s.t_max);
+  const auto wide = [&](const char* key, std::optional<double> fallback) -> std::optional<double> {
+    const auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (it->is_null()) return std::nullopt;
+    check(it->is_number(), src, ": field \"", key, "\" must be a number or null, got ", d::describe(*it));
+    return it->get<double>();
+  };
+  s.t_min = wide("t_min", s.t_min);
+  s.t_max = wide("t_max", s.t_max);
   s.confidence_threshold = number("confidence_threshold", s.confidence_threshold);
   s.stability_threshold = d::int_in_range(j, "stability_threshold", src, 0, 1 << 20, s.stability_threshold);
   if (const auto it = j.find("sampler_config"); it != j.end() && !it->is_null()) {

@@ -45,7 +45,7 @@ struct DiffusionSettings {
   int max_new_tokens = 256;
   int max_denoising_steps = 48;
   // The temperature schedule T(n) = t_min + (t_max − t_min) · n / N; absent: T = 1.
-  std::optional<float> t_min = 0.4f, t_max = 0.8f;
+  std::optional<double> t_min = 0.4, t_max = 0.8;  // as Python floats: T is f32(t_min + f32(t_max − t_min)·n/N)
   float entropy_bound = 0.1f;
   // The stop rule: argmax canvases repeated stability_threshold times and mean entropy below
   // confidence_threshold; no confidence_threshold: no early stop.

@@ -40,6 +40,8 @@ class DiffusionRunner {
     std::size_t committed = 0;
   };
   std::size_t free_pages() const { return free_pages_.size(); }
+  std::size_t total_pages() const { return layout_.pages; }
+  std::size_t page_size() const { return layout_.page_size; }
   std::size_t pages_for(std::size_t entries) const { return (entries + layout_.page_size - 1) / layout_.page_size; }
   // Reserves room for `entries` cache entries; false (nothing taken) when the pages are not free.
   bool reserve(Cache& c, std::size_t entries);

@@ -1,0 +1,266 @@
+#include "runtime/diffusion_generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace il::runtime {
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+models::DiffusionSettings resolve_diffusion_settings(const models::DiffusionSettings& folder,
+                                                     const GenerationRequest& r) {
+  models::DiffusionSettings s = folder;
+  const DiffusionOptions& o = r.diffusion;
+  if (o.max_new_tokens) {
+    check(*o.max_new_tokens > 0 && *o.max_new_tokens <= (1u << 30), "max_new_tokens must be in 1..2^30, got ",
+          *o.max_new_tokens);
+    s.max_new_tokens = static_cast<int>(*o.max_new_tokens);
+  }
+  if (o.max_denoising_steps) s.max_denoising_steps = *o.max_denoising_steps;
+  if (o.t_min) s.t_min = o.t_min;
+  if (o.t_max) s.t_max = o.t_max;
+  if (o.entropy_bound) s.entropy_bound = *o.entropy_bound;
+  if (o.stability_threshold) s.stability_threshold = *o.stability_threshold;
+  if (o.confidence_threshold) s.confidence_threshold = o.confidence_threshold;
+  if (o.no_early_stop) s.confidence_threshold.reset();
+  if (r.options.stop_ids) s.end_ids = *r.options.stop_ids;
+  check_diffusion_settings(s, "diffusion settings");
+  return s;
+}
+
+DiffusionGenerator::DiffusionGenerator(DiffusionRunner& runner, const models::DiffusionSettings& defaults,
+                                       std::size_t max_positions, const text::Tokenizer* tokenizer)
+    : runner_(runner), defaults_(defaults), max_positions_(max_positions), tokenizer_(tokenizer) {}
+
+std::size_t DiffusionGenerator::entries_needed(const GenerationRequest& r, const models::DiffusionSettings& s) const {
+  const std::size_t C = runner_.canvas_length();
+  const std::size_t blocks = (static_cast<std::size_t>(s.max_new_tokens) + C - 1) / C;
+  return r.input_ids.size() + blocks * C;
+}
+
+void DiffusionGenerator::validate(const GenerationRequest& r) const {
+  check(!r.input_ids.empty(), "the prompt is empty");
+  check(r.images.empty(), "this model takes no images in its prompts (text generation only)");
+  check(r.options.stop_strings.empty(), "stop strings are not supported by block-diffusion generation yet");
+  const std::size_t V = runner_.vocab();
+  for (std::size_t i = 0; i < r.input_ids.size(); ++i)
+    check(r.input_ids[i] >= 0 && static_cast<std::size_t>(r.input_ids[i]) < V, "input_ids[", i, "] = ",
+          r.input_ids[i], " is outside the vocabulary of ", V);
+  const models::DiffusionSettings s = resolve_diffusion_settings(defaults_, r);
+  for (int32_t id : s.end_ids)
+    check(id >= 0 && static_cast<std::size_t>(id) < V, "stop id ", id, " is outside the vocabulary of ", V);
+  const std::size_t need = entries_needed(r, s);
+  check(need <= max_positions_, "the prompt (", r.input_ids.size(), " tokens) and ", s.max_new_tokens,
+        " new tokens in canvases of ", runner_.canvas_length(), " need ", need, " positions; the model has ",
+        max_positions_);
+  check(runner_.pages_for(need) <= runner_.total_pages(), "the prompt and its canvases need ", need,
+        " KV cache entries; the cache holds ", runner_.total_pages() * runner_.page_size(),
+        " (raise --kv-cache-tokens)");
+}
+
+DiffusionGenerator::Id DiffusionGenerator::submit(GenerationRequest request, std::unique_ptr<DiffusionDraws> draws) {
+  validate(request);
+  auto s = std::make_unique<Sequence>();
+  s->id = next_id_++;
+  s->settings = resolve_diffusion_settings(defaults_, request);
+  s->draws = draws ? std::move(draws) : std::make_unique<SeededDraws>(request.options.seed);
+  s->request = std::move(request);
+  const std::size_t C = runner_.canvas_length();
+  s->blocks = (static_cast<std::size_t>(s->settings.max_new_tokens) + C - 1) / C;
+  s->start = std::chrono::steady_clock::now();
+  if (tokenizer_) s->detok.emplace(*tokenizer_);
+  s->result.prompt_tokens = s->request.input_ids.size();
+  const Id id = s->id;
+  queue_.push_back(std::move(s));
+  return id;
+}
+
+void DiffusionGenerator::start_block(Sequence& s) {
+  const std::size_t C = runner_.canvas_length();
+  s.canvas.assign(C, 0);
+  s.draws->uniform_ids(s.canvas, runner_.vocab());
+  s.argmax = s.canvas;
+  s.sc.clear();
+  s.history.assign(static_cast<std::size_t>(s.settings.stability_threshold), std::vector<int32_t>(C, -1));
+  s.n = s.settings.max_denoising_steps;
+}
+
+// First come, first served: a request waits until the pages for its prompt and every canvas it
+// may commit are free (never preempted after).
+void DiffusionGenerator::admit() {
+  const std::size_t per_forward = runner_.max_batch_tokens() / runner_.canvas_length();
+  while (!queue_.empty() && running_.size() < per_forward * 64) {
+    Sequence& s = *queue_.front();
+    if (!runner_.reserve(s.cache, entries_needed(s.request, s.settings))) break;
+    try {
+      runner_.encode(s.cache, s.request.input_ids);
+    } catch (...) {
+      runner_.release(s.cache);
+      throw;
+    }
+    start_block(s);
+    running_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+}
+
+bool DiffusionGenerator::denoise(Sequence& s, std::span<const float> raw) {
+  const std::size_t C = runner_.canvas_length(), V = runner_.vocab();
+  const models::DiffusionSettings& st = s.settings;
+  const int N = st.max_denoising_steps;
+  StepTrace t;
+  t.block = s.block;
+  t.step = s.n;
+  t.temperature = st.t_min ? diffusion_temperature(s.n, N, *st.t_min, *st.t_max) : 1.0f;
+  // The processed logits (f32 division, as transformers), kept for self-conditioning.
+  s.sc.resize(C * V);
+  for (std::size_t i = 0; i < C * V; ++i) s.sc[i] = raw[i] / t.temperature;
+  std::vector<int32_t> sampled(C), noise(C);
+  s.draws->sample(s.sc, V, sampled);
+  std::vector<float> entropies(C);
+  t.argmax.resize(C);
+  double total = 0.0;
+  for (std::size_t i = 0; i < C; ++i) {
+    const RowStats r = row_stats(std::span<const float>(s.sc).subspan(i * V, V));
+    entropies[i] = r.entropy;
+    t.argmax[i] = r.argmax;
+    total += r.entropy;
+  }
+  t.accepted = accept_by_entropy(entropies, st.entropy_bound);
+  s.draws->uniform_ids(noise, V);
+  t.canvas_out.resize(C);
+  for (std::size_t i = 0; i < C; ++i) t.canvas_out[i] = t.accepted[i] ? sampled[i] : noise[i];
+  // The stop rule: the argmax canvas unchanged over the last stability_threshold steps, and a
+  // mean entropy under the confidence threshold.
+  bool stable = true;
+  for (const auto& h : s.history) stable = stable && h == t.argmax;
+  if (!s.history.empty()) {
+    s.history.pop_front();
+    s.history.push_back(t.argmax);
+  }
+  t.mean_entropy = static_cast<float>(total / static_cast<double>(C));
+  t.finished = st.confidence_threshold && stable && t.mean_entropy < *st.confidence_threshold;
+  s.canvas = t.canvas_out;
+  s.argmax = t.argmax;
+  --s.n;
+  if (trace_) trace_(s.id, t);
+  return t.finished || s.n == 0;
+}
+
+void DiffusionGenerator::commit(Sequence& s, std::vector<Event>& events) {
+  const auto now = std::chrono::steady_clock::now();
+  if (s.block == 0) s.first = now;
+  std::vector<int32_t> block = s.argmax;
+  const std::optional<std::size_t> end = first_end(block, s.settings.end_ids);
+  if (end && s.settings.pad_id)  // transformers' _finalize_canvas: the end id stays, pad after it
+    std::fill(block.begin() + static_cast<std::ptrdiff_t>(*end + 1), block.end(), *s.settings.pad_id);
+  ++s.block;
+  const bool last = end.has_value() || s.block == s.blocks;
+  const std::size_t keep = end ? *end + 1 : block.size();
+  for (std::size_t i = 0; i < keep; ++i) {
+    s.result.tokens.push_back(block[i]);
+    Event e{s.id, block[i], s.detok ? s.detok->push(block[i]) : std::string(), last && i + 1 == keep};
+    events.push_back(std::move(e));
+  }
+  if (last) {
+    s.result.finish = end ? FinishReason::kStopId : FinishReason::kLength;
+    s.result.prefill_ms = ms_between(s.start, s.first);
+    s.result.decode_ms = ms_between(s.first, now);
+    s.done = true;
+    return;
+  }
+  runner_.encode(s.cache, block);  // the committed canvas (after padding) joins the cache
+  start_block(s);
+}
+
+std::vector<DiffusionGenerator::Event> DiffusionGenerator::step() {
+  admit();
+  std::vector<Event> events;
+  if (running_.empty()) {
+    check(queue_.empty(), "generation: the KV cache cannot hold the next request (it was checked to fit alone)");
+    return events;
+  }
+  const std::size_t C = runner_.canvas_length(), V = runner_.vocab();
+  const std::size_t per_forward = std::max<std::size_t>(1, runner_.max_batch_tokens() / C);
+  for (std::size_t first = 0; first < running_.size(); first += per_forward) {
+    const std::size_t count = std::min(per_forward, running_.size() - first);
+    std::vector<DiffusionRunner::Cache*> caches;
+    std::vector<int32_t> canvases;
+    bool any_sc = false;
+    for (std::size_t k = 0; k < count; ++k) {
+      Sequence& s = *running_[first + k];
+      caches.push_back(&s.cache);
+      canvases.insert(canvases.end(), s.canvas.begin(), s.canvas.end());
+      any_sc = any_sc || !s.sc.empty();
+    }
+    sc_rows_.clear();
+    if (any_sc) {
+      sc_rows_.resize(count * C * V, -std::numeric_limits<float>::infinity());
+      for (std::size_t k = 0; k < count; ++k)
+        if (!running_[first + k]->sc.empty())
+          std::copy(running_[first + k]->sc.begin(), running_[first + k]->sc.end(),
+                    sc_rows_.begin() + static_cast<std::ptrdiff_t>(k * C * V));
+    }
+    runner_.canvas(caches, canvases, sc_rows_, logits_);
+    for (std::size_t k = 0; k < count; ++k) {
+      Sequence& s = *running_[first + k];
+      if (denoise(s, std::span<const float>(logits_).subspan(k * C * V, C * V))) commit(s, events);
+    }
+  }
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->done) {
+      runner_.release((*it)->cache);
+      finished_[(*it)->id] = std::move((*it)->result);
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return events;
+}
+
+GenerationResult DiffusionGenerator::take_result(Id id) {
+  const auto it = finished_.find(id);
+  check(it != finished_.end(), "generation ", id, " has not finished (or its result was taken)");
+  GenerationResult r = std::move(it->second);
+  finished_.erase(it);
+  return r;
+}
+
+void DiffusionGenerator::cancel(Id id) {
+  finished_.erase(id);
+  std::erase_if(queue_, [&](const std::unique_ptr<Sequence>& s) { return s->id == id; });
+  for (auto it = running_.begin(); it != running_.end(); ++it)
+    if ((*it)->id == id) {
+      runner_.release((*it)->cache);
+      running_.erase(it);
+      return;
+    }
+}
+
+void DiffusionGenerator::reset() {
+  for (auto& s : running_) runner_.release(s->cache);
+  running_.clear();
+  queue_.clear();
+  finished_.clear();
+}
+
+GenerationLoad DiffusionGenerator::load() const {
+  GenerationLoad l;
+  l.running = running_.size();
+  l.waiting = queue_.size();
+  l.kv_pages_total = runner_.total_pages();
+  l.kv_pages_used = runner_.total_pages() - runner_.free_pages();
+  l.kv_page_size = runner_.page_size();
+  return l;
+}
+
+}  // namespace il::runtime

@@ -1,0 +1,109 @@
+// The block-diffusion generation loop (docs/diffusion-gemma.md §6) over DiffusionRunner: each
+// request's prompt is encoded into its cache, then block after block a canvas of uniform random
+// ids is denoised step by step (temperature schedule, per-position draws, entropy-bounded
+// acceptance, renoising, the stability-and-confidence stop) and its argmax committed, encoded,
+// and streamed. Several requests are denoised together: one canvas forward holds every running
+// request's canvas. The same incremental interface as runtime::Generator (submit, step,
+// take_result, cancel), so the engine and the server drive either.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferencelayer/generation.h"
+#include "models/diffusion_gemma_config.h"
+#include "runtime/detokenizer.h"
+#include "runtime/diffusion_runner.h"
+#include "runtime/diffusion_sampler.h"
+#include "text/tokenizer.h"
+
+namespace il::runtime {
+
+// The folder's settings overridden by a request's (DiffusionOptions; stop ids from its
+// SamplingOptions), checked. Throws il::Error naming the setting.
+models::DiffusionSettings resolve_diffusion_settings(const models::DiffusionSettings& folder,
+                                                     const GenerationRequest& r);
+
+class DiffusionGenerator {
+ public:
+  DiffusionGenerator(DiffusionRunner& runner, const models::DiffusionSettings& defaults, std::size_t max_positions,
+                     const text::Tokenizer* tokenizer);
+
+  using Id = std::size_t;
+  void validate(const GenerationRequest& r) const;
+  // `draws` replaces the request's seeded draws (tests inject recorded ones); null: seeded.
+  Id submit(GenerationRequest request, std::unique_ptr<DiffusionDraws> draws = nullptr);
+
+  struct Event {
+    Id id = 0;
+    int32_t token = 0;
+    std::string text;
+    bool finished = false;
+  };
+  // Admits what fits (encoding its prompt), runs one denoising step of every running canvas
+  // together, and commits the blocks that finished denoising. Returns the committed tokens.
+  std::vector<Event> step();
+  bool idle() const { return queue_.empty() && running_.empty(); }
+  GenerationResult take_result(Id id);
+  void cancel(Id id);
+  void reset();
+  GenerationLoad load() const;
+
+  // What each denoising step decided, per request (tests compare it with transformers' trace).
+  struct StepTrace {
+    std::size_t block = 0;
+    int step = 0;  // n, counting down
+    float temperature = 0.0f;
+    std::vector<int32_t> argmax, canvas_out;
+    std::vector<std::uint8_t> accepted;
+    float mean_entropy = 0.0f;
+    bool finished = false;
+  };
+  void set_trace(std::function<void(Id, const StepTrace&)> trace) { trace_ = std::move(trace); }
+
+ private:
+  struct Sequence {
+    Id id = 0;
+    GenerationRequest request;
+    models::DiffusionSettings settings;
+    std::unique_ptr<DiffusionDraws> draws;
+    DiffusionRunner::Cache cache;
+    std::size_t blocks = 0, block = 0;
+    int n = 0;                          // the step to run next, N … 1
+    std::vector<int32_t> canvas, argmax;
+    std::vector<float> sc;              // the previous step's processed logits (empty: none)
+    std::deque<std::vector<int32_t>> history;
+    std::optional<Detokenizer> detok;
+    GenerationResult result;
+    std::chrono::steady_clock::time_point start, first;
+    bool done = false;
+  };
+
+  std::size_t entries_needed(const GenerationRequest& r, const models::DiffusionSettings& s) const;
+  void admit();
+  void start_block(Sequence& s);
+  // One step's sampling for a sequence from its canvas's raw logits; true when the block is done.
+  bool denoise(Sequence& s, std::span<const float> raw);
+  void commit(Sequence& s, std::vector<Event>& events);
+
+  DiffusionRunner& runner_;
+  models::DiffusionSettings defaults_;
+  std::size_t max_positions_;
+  const text::Tokenizer* tokenizer_;
+  std::deque<std::unique_ptr<Sequence>> queue_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::map<Id, GenerationResult> finished_;
+  Id next_id_ = 0;
+  std::vector<float> logits_, sc_rows_;
+  std::function<void(Id, const StepTrace&)> trace_;
+};
+
+}  // namespace il::runtime

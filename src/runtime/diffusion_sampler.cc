@@ -1,0 +1,81 @@
+#include "runtime/diffusion_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace il::runtime {
+
+float diffusion_temperature(int n, int N, double t_min, double t_max) {
+  const float frac = static_cast<float>(n) / static_cast<float>(N);
+  const float span = static_cast<float>(t_max - t_min);
+  return static_cast<float>(t_min) + span * frac;
+}
+
+RowStats row_stats(std::span<const float> logits) {
+  RowStats s;
+  float mx = -INFINITY;
+  for (std::size_t j = 0; j < logits.size(); ++j)
+    if (logits[j] > mx) {
+      mx = logits[j];
+      s.argmax = static_cast<int32_t>(j);
+    }
+  // H = log Σ e^(l − m) − Σ p (l − m), p = e^(l − m) / Σ e^(l − m).
+  double z = 0.0, weighted = 0.0;
+  for (float v : logits) {
+    const double d = static_cast<double>(v) - mx, e = std::exp(d);
+    z += e;
+    weighted += e * d;
+  }
+  s.entropy = static_cast<float>(std::log(z) - weighted / z);
+  return s;
+}
+
+std::vector<std::uint8_t> accept_by_entropy(std::span<const float> entropies, float bound) {
+  std::vector<std::size_t> order(entropies.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return entropies[a] < entropies[b]; });
+  std::vector<std::uint8_t> accepted(entropies.size(), 0);
+  double before = 0.0;
+  for (std::size_t i : order) {
+    if (before <= bound) accepted[i] = 1;
+    before += entropies[i];
+  }
+  return accepted;
+}
+
+int32_t inverse_cdf(std::span<const float> logits, double u) {
+  float mx = -INFINITY;
+  for (float v : logits) mx = std::max(mx, v);
+  std::vector<float> p(logits.size());
+  double z = 0.0;
+  for (std::size_t j = 0; j < logits.size(); ++j) z += (p[j] = std::exp(logits[j] - mx));
+  for (float& v : p) v = static_cast<float>(v / z);  // torch's f32 probabilities
+  double run = 0.0;
+  int32_t last = 0;
+  for (std::size_t j = 0; j < p.size(); ++j) {
+    if (p[j] <= 0.0f) continue;
+    last = static_cast<int32_t>(j);
+    run += p[j];
+    if (run > u) return last;
+  }
+  return last;
+}
+
+std::optional<std::size_t> first_end(std::span<const int32_t> block, std::span<const int32_t> end_ids) {
+  for (std::size_t i = 0; i < block.size(); ++i)
+    if (std::find(end_ids.begin(), end_ids.end(), block[i]) != end_ids.end()) return i;
+  return std::nullopt;
+}
+
+double SeededDraws::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+void SeededDraws::uniform_ids(std::span<int32_t> out, std::size_t vocab) {
+  for (int32_t& id : out) id = static_cast<int32_t>((rng_() >> 32) * vocab >> 32);
+}
+
+void SeededDraws::sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out) {
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = inverse_cdf(logits.subspan(i * vocab, vocab), uniform());
+}
+
+}  // namespace il::runtime
