@@ -103,13 +103,16 @@ void moe_cpu(const MoeArgs& a, ThreadPool& pool) {
 
 std::size_t moe_workspace_bytes(std::size_t rows, std::size_t cols, std::size_t out_cols, std::size_t experts,
                                 std::size_t top_k, std::size_t inner, std::size_t elem_bytes) {
-  // Pair lists (token, slot) sorted by expert, per-expert counts and offsets (plus one), the
-  // gathered input rows, the gate_up output, the GLU rows and the down output per pair, each
-  // region rounded up to 256 bytes.
+  // The CUDA op's regions, in its order (ops/moe_cuda.cu, carve): the sorted pair list and its
+  // inverse, row and row-tile offsets per expert (plus one each), the GLU rows (stride rounded up
+  // to 8 elements, in the activations' type) and the down GEMM's rows per pair in f32, each
+  // region rounded up to 256 bytes. The gate_up output never exists: the GLU is that GEMM's
+  // epilogue, and the input rows are gathered as the GEMM loads them.
   const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
-  const std::size_t pairs = rows * top_k;
-  return up(pairs * 2 * sizeof(int32_t)) + up((2 * experts + 2) * sizeof(int32_t)) + up(pairs * cols * elem_bytes) +
-         up(pairs * 2 * inner * elem_bytes) + up(pairs * inner * elem_bytes) + up(pairs * out_cols * sizeof(float));
+  const std::size_t pairs = rows * top_k, ld_h = (inner + 7) / 8 * 8;
+  (void)cols;
+  return 2 * up(pairs * sizeof(int32_t)) + 2 * up((experts + 1) * sizeof(int32_t)) + up(pairs * ld_h * elem_bytes) +
+         up(pairs * out_cols * sizeof(float));
 }
 
 }  // namespace il::ops

@@ -159,11 +159,11 @@ void probe_attention_cuda(const ProbeAttentionArgs& a, cudaStream_t stream);
 
 // Mixture of experts (ops/moe.h), every pointer on the device, `rows` the launched rows (rows
 // past the batch's tokens carry ids ≥ 0 written by the router over them: harmless work). The
-// router: x any element type, w and expert_scale f32, one warp-sized reduction per token and
-// expert. The experts: x, gate_up, down and out of one element type, ids and weights as the
-// router wrote them; pairs sorted by expert on the device (counts, offsets, scatter), grouped
-// GEMMs over the experts that received rows, the weighted sum back per token — no host
-// round trip, capturable in a CUDA graph. a.workspace holds moe_workspace_bytes(rows, ...).
+// router: x any element type, w and expert_scale f32, 8 tokens a block, experts ≤ 1,024. The
+// experts: x, gate_up, down, out of one type; pairs sorted by expert on the device (stable), grouped
+// GEMMs over the experts with rows (the GLU in gate_up's epilogue), the weighted sum in slot order:
+// no host round trip, graph-capturable, the same bits each run; any cols / inner / out_cols;
+// experts ≤ 4,096; bad ids add nothing; a.workspace ≥ moe_workspace_bytes(rows, ...), 256-aligned.
 void router_cuda(const RouterArgs& a, cudaStream_t stream);
 void moe_cuda(const MoeArgs& a, cudaStream_t stream);
 
