@@ -419,12 +419,17 @@ void CudaExecutor::upload_generation(const plan::Batch& batch, std::size_t t, st
   for (int32_t r : batch.cache_rows) max_cache_row_ = std::max<int64_t>(max_cache_row_, r);
   for (int32_t p : batch.kv_pages) max_page_ = std::max<int64_t>(max_page_, p);
   for (int32_t r : batch.inject_rows) max_inject_row_ = std::max<int64_t>(max_inject_row_, r);
-  check(max_cache_row_ < static_cast<int64_t>(gen_cache_rows_), "cuda executor: cache row ", max_cache_row_,
+  // Compared unsigned: a plan with no cache (or no injection) step holds SIZE_MAX rows there,
+  // which as a signed count would refuse every row (a KV cache without injected rows:
+  // DiffusionGemma). -1: the batch names none.
+  const auto within = [](int64_t last, std::size_t rows) { return last < 0 || static_cast<std::size_t>(last) < rows; };
+  check(within(max_cache_row_, gen_cache_rows_), "cuda executor: cache row ", max_cache_row_,
         " outside the KV cache of ", gen_cache_rows_, " rows");
-  check(batch.kv_pages.empty() || (max_page_ + 1) * static_cast<int64_t>(page_size_) <= static_cast<int64_t>(gen_cache_rows_),
+  check(batch.kv_pages.empty() ||
+            within((max_page_ + 1) * static_cast<int64_t>(page_size_) - 1, gen_cache_rows_),
         "cuda executor: cache page ", max_page_, " of ", page_size_, " rows outside the KV cache of ", gen_cache_rows_,
         " rows");
-  check(max_inject_row_ < static_cast<int64_t>(gen_inject_rows_), "cuda executor: injected row ", max_inject_row_,
+  check(within(max_inject_row_, gen_inject_rows_), "cuda executor: injected row ", max_inject_row_,
         " outside the source of ", gen_inject_rows_, " rows");
   // Contiguous from the start through the last page; the gaps are the unused tails of each array.
   const std::size_t count = 5 * max_tokens_ + 1 + batch.kv_pages.size();
