@@ -21,6 +21,7 @@ struct EmbedParams {
   const T* type;
   T* out;
   std::size_t ldo, cols;
+  float scale;  // the word row's factor (Gemma's √hidden), applied in f32 before the sums
 };
 
 template <typename T>
@@ -43,7 +44,7 @@ __global__ void embed_kernel(EmbedParams<T> p) {
   const T* pos = p.position ? p.position + (p.position_offset + local) * p.cols : nullptr;
   const T* typ = p.type ? p.type + static_cast<std::size_t>(p.type_ids ? p.type_ids[t] : 0) * p.cols : nullptr;
   for (std::size_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
-    float v = elem::load(w + j);  // summed in the CPU op's order: word, position, type
+    float v = elem::load(w + j) * p.scale;  // summed in the CPU op's order: word, position, type
     if (pos) v += elem::load(pos + j);
     if (typ) v += elem::load(typ + j);
     elem::store(out + j, v);
@@ -61,7 +62,7 @@ void embed_cuda(const EmbedArgs& a, std::size_t num_tokens, cudaStream_t stream)
     const EmbedParams<T> p{a.tokens, a.type_ids, a.seq_starts, static_cast<int>(a.num_seqs),
                            static_cast<const T*>(a.word.data), static_cast<const T*>(a.position.data),
                            a.position_offset, static_cast<const T*>(a.type.data), static_cast<T*>(a.out.data),
-                           a.out.ld, a.cols};
+                           a.out.ld, a.cols, a.scale};
     pdl::launch(embed_kernel<T>, static_cast<unsigned>(num_tokens), 128, 0, stream, p);
   });
 }

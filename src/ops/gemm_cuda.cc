@@ -167,18 +167,21 @@ void CublasLtGemm::destroy(Shape& s) {
 }
 
 // Row-major y = x·Wᵀ is column-major yᵀ = W'ᵀ·xᵀ with W' = W read as a column-major [k, n]
-// matrix: A = W (k × n, ld k, transposed), B = x (k × m, ld ldx), D = y (n × m, ld ldy).
+// matrix: A = W (k × n, ld k, transposed), B = x (k × m, ld ldx), D = y (n × m, ld ldy). A
+// transposed weight (row-major [k, n], y = x·W) is the column-major [n, k] matrix A itself
+// (n × k, ld n, not transposed).
 bool CublasLtGemm::try_build(const GemmCudaArgs& a, cublasLtEpilogue_t epilogue, Shape& s) {
   IL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-  set_attr(s.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans);
+  set_attr(s.desc, CUBLASLT_MATMUL_DESC_TRANSA, a.transpose_w ? &no_trans : &trans, sizeof trans);
   set_attr(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans);
   set_attr(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
   if (a.bias.data) set_attr(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias.data, sizeof a.bias.data);
   const auto u64 = [](std::size_t v) { return static_cast<uint64_t>(v); };
   const auto i64 = [](std::size_t v) { return static_cast<int64_t>(v); };
   const cudaDataType_t t = cuda_type(a.type());
-  IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.w, t, u64(a.k), u64(a.n), i64(a.k)));
+  if (a.transpose_w) IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.w, t, u64(a.n), u64(a.k), i64(a.n)));
+  else IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.w, t, u64(a.k), u64(a.n), i64(a.k)));
   IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.x, t, u64(a.k), u64(a.m), i64(a.x.ld)));
   IL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.y, t, u64(a.n), u64(a.m), i64(a.y.ld)));
 
@@ -227,7 +230,8 @@ CublasLtGemm::Key CublasLtGemm::key_for(const GemmCudaArgs& a) {
              alignment_of(a.x.data, a.type()),
              alignment_of(a.w.data, a.type()),
              alignment_of(a.y.data, a.type()),
-             static_cast<int>(a.type())};
+             static_cast<int>(a.type()),
+             a.transpose_w};
 }
 
 CublasLtGemm::Shape& CublasLtGemm::shape_for(const Key& key, const GemmCudaArgs& a) {
@@ -299,7 +303,9 @@ void check_gemm_cuda(const GemmCudaArgs& a, const char* what) {
   check(a.x.dtype == t && a.w.dtype == t && (!a.bias.data || a.bias.dtype == t), what, ": operands differ in ",
         "element type (x ", dtype_name(a.x.dtype), ", w ", dtype_name(a.w.dtype), ", y ", dtype_name(t), ")");
   check(a.n > 0 && a.k > 0, what, ": empty weight");
-  check(a.w.ld == a.k, what, ": the weight's rows must be dense (ld ", a.w.ld, ", k ", a.k, ")");
+  const std::size_t w_row = a.transpose_w ? a.n : a.k;  // [k, n] transposed, else [n, k]
+  check(a.w.ld == w_row, what, ": the weight's rows must be dense (ld ", a.w.ld, ", ", a.transpose_w ? "n " : "k ",
+        w_row, ")");
   check(a.x.ld >= a.k && a.y.ld >= a.n, what, ": row stride smaller than the row (ldx ", a.x.ld, ", k ", a.k,
         ", ldy ", a.y.ld, ", n ", a.n, ")");
 }

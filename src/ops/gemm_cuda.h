@@ -1,7 +1,10 @@
 // The CUDA GEMM: y[m, n] = act(x[m, k] · W[n, k]ᵀ + bias[n]) with f32 accumulation. x, W, bias
 // and y share one element type: f32 (no TF32: the parity class), or f16 / bf16 (tensor cores,
 // one rounding of the biased sum). x and y may be column windows of wider buffers (ld ≥ k, ≥ n);
-// W keeps the Hugging Face [out, in] layout (ld k), read transposed.
+// W keeps the Hugging Face [out, in] layout (ld k), read transposed; with transpose_w it is an
+// [in, out] matrix (ld n) read as it is (y = x · W: a tied embedding table [vocab, hidden]
+// multiplied by a distribution over the vocabulary). Transposed weights take cuBLASLt (or the
+// fallback) only: the skinny and wgmma kernels read W's rows along k.
 //
 // Its kernels, and the one place that picks among them (CublasLtGemm::kernel_for, which run()
 // follows):
@@ -34,16 +37,18 @@ namespace il::ops {
 
 struct GemmCudaArgs {
   ConstTensorView x;     // [m, k]
-  ConstTensorView w;     // [n, k] row-major: ld k
+  ConstTensorView w;     // [n, k] row-major: ld k ([k, n], ld n, with transpose_w)
   ConstTensorView bias;  // [n] or absent
   TensorView y;          // [m, n]
   std::size_t m = 0, n = 0, k = 0;
   Activation act = Activation::kNone;
+  bool transpose_w = false;  // w is [k, n] (y = x · w)
   // The element type of every operand (check_gemm_cuda holds them to one).
   DType type() const { return y.dtype; }
 };
 
-// Operands present and of one element type, W dense ([n, k] with ld k), strides that fit.
+// Operands present and of one element type, W dense ([n, k] with ld k; [k, n] with ld n when
+// transposed), strides that fit.
 void check_gemm_cuda(const GemmCudaArgs& a, const char* what = "gemm (CUDA)");
 
 enum class GemmKernel { kSkinny, kCublasLt, kWgmma, kFallback };
@@ -100,7 +105,7 @@ class CublasLtGemm {
   // Everything the algorithm choice depends on: sizes, strides, epilogue, activation, pointer
   // alignments, element type.
   using Key = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, int, int,
-                         unsigned, unsigned, unsigned, int>;
+                         unsigned, unsigned, unsigned, int, bool>;
 
  private:
   static constexpr int kCandidates = 8;

@@ -188,6 +188,7 @@ void launch(const SkinnyParams<T>& p, cudaStream_t stream) {
 }  // namespace
 
 bool skinny_gemm_applies(const GemmCudaArgs& a) {
+  if (a.transpose_w) return false;  // W's rows are read along k
   if (a.m == 0 || a.m > kSkinnyMaxRows || a.n >= (std::size_t{1} << 30) || a.k >= (std::size_t{1} << 30)) return false;
   bool ok = false;
   elem::dispatch(a.type(), [&](auto tag) {

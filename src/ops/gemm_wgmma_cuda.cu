@@ -374,6 +374,7 @@ unsigned dispatch(const GemmCudaArgs& a, int tile_n, int cluster, cudaStream_t s
 }  // namespace
 
 bool wgmma_gemm_applies(const GemmCudaArgs& a) {
+  if (a.transpose_w) return false;  // the TMA tiles of W run along k
   if (a.type() == DType::kF32 || a.m == 0 || a.n == 0 || a.k == 0) return false;
   if (a.act != Activation::kNone && a.act != Activation::kGeluErf && a.act != Activation::kGeluTanh) return false;
   const auto aligned = [](const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };

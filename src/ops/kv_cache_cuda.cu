@@ -22,6 +22,11 @@
 // writes the output; with several it writes its (maximum, sum, weighted sum) per head to the
 // workspace and a second kernel merges the splits of each (token, head). Arithmetic in f32
 // whatever the cache's type. A token whose cache length is 0 (bucket padding) writes zeros.
+//
+// A sliding window (CachedAttentionArgs::window) narrows a token's entries to
+// [window_start, cache length): both kernels and the split runs cover that range alone. Head
+// dims past the grouped kernel's (512: Gemma-4's global layers) take the generic kernel at 16
+// values a lane.
 #include <algorithm>
 #include <cmath>
 
@@ -80,18 +85,28 @@ struct CachedParams {
   float scale;
   int splits;
   float* workspace;  // splits > 1: per (token, head, split) head_dim values, then the max and sum
+  int window;              // 0: every entry; else the entries from window_start (ops/kv_cache.h)
+  const int32_t* anchors;  // per token, or null: the token's own entry (cache length − 1)
 };
+
+// The first entry token t reads out of its n: ops::window_start on the device.
+__device__ __forceinline__ int first_entry(const CachedParams& p, int t, int n) {
+  if (p.window <= 0) return 0;
+  const long long anchor = p.anchors ? p.anchors[t] : n - 1;
+  const long long first = anchor - p.window + 1;
+  return static_cast<int>(first < 0 ? 0 : first > n ? n : first);
+}
 
 template <typename T, int VPL>
 __global__ void cached_attention_kernel(CachedParams p) {
   pdl::wait_for_predecessor();
   const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z);
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-  const int n = p.lengths[t];
+  const int n = p.lengths[t], first = n > 0 ? first_entry(p, t, n) : 0;
   T* out = static_cast<T*>(p.out) + static_cast<std::size_t>(t) * p.ldo + static_cast<std::size_t>(h) * p.head_dim;
-  // This block's run of entries [j0, j1).
-  const int per = max((n + p.splits - 1) / p.splits, kMinRun);
-  const int j0 = min(n, split * per), j1 = min(n, j0 + per);
+  // This block's run of entries [j0, j1) out of [first, n).
+  const int per = max((n - first + p.splits - 1) / p.splits, kMinRun);
+  const int j0 = min(n, first + split * per), j1 = min(n, j0 + per);
   float* ws = p.splits > 1 ? p.workspace + ((static_cast<std::size_t>(t) * p.heads + h) * p.splits + split) *
                                                (static_cast<std::size_t>(p.head_dim) + 2)
                            : nullptr;
@@ -214,10 +229,10 @@ __global__ void __launch_bounds__(kWarps * 32) grouped_attention_kernel(CachedPa
   const int t = static_cast<int>(blockIdx.x), kvh = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z);
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int sub = lane / LPE, part = lane % LPE;
-  const int n = p.lengths[t], group = p.group, h0 = kvh * group;
+  const int n = p.lengths[t], group = p.group, h0 = kvh * group, first = n > 0 ? first_entry(p, t, n) : 0;
   T* out = static_cast<T*>(p.out) + static_cast<std::size_t>(t) * p.ldo + static_cast<std::size_t>(h0) * HD;
-  const int per = max((n + p.splits - 1) / p.splits, kMinRun);
-  const int j0 = min(n, split * per), j1 = min(n, j0 + per);
+  const int per = max((n - first + p.splits - 1) / p.splits, kMinRun);
+  const int j0 = min(n, first + split * per), j1 = min(n, j0 + per);
   // Head g's partial result in the workspace (splits > 1).
   auto ws_of = [&](int g) {
     return p.workspace + ((static_cast<std::size_t>(t) * p.heads + h0 + g) * p.splits + split) * (HD + 2);
@@ -428,13 +443,16 @@ void launch_cached(const CachedAttentionArgs& a, std::size_t tokens, cudaStream_
                                                                                a.head_dim, a.workspace_floats))
                                     : 1;
   p.workspace = a.workspace;
+  p.window = static_cast<int>(a.window);
+  p.anchors = a.window_anchors;
   if (!launch_grouped<T>(a, p, tokens, stream)) {
     const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(a.heads), static_cast<unsigned>(p.splits));
     const int vpl = static_cast<int>((a.head_dim + 31) / 32);
     if (vpl <= 1) pdl::launch(cached_attention_kernel<T, 1>, grid, kWarps * 32, 0, stream, p);
     else if (vpl <= 2) pdl::launch(cached_attention_kernel<T, 2>, grid, kWarps * 32, 0, stream, p);
     else if (vpl <= 4) pdl::launch(cached_attention_kernel<T, 4>, grid, kWarps * 32, 0, stream, p);
-    else pdl::launch(cached_attention_kernel<T, 8>, grid, kWarps * 32, 0, stream, p);
+    else if (vpl <= 8) pdl::launch(cached_attention_kernel<T, 8>, grid, kWarps * 32, 0, stream, p);
+    else pdl::launch(cached_attention_kernel<T, 16>, grid, kWarps * 32, 0, stream, p);
   }
   if (p.splits > 1)
     pdl::launch(merge_splits_kernel<T>, dim3(static_cast<unsigned>(tokens), static_cast<unsigned>(a.heads)), 128, 0,
@@ -479,6 +497,8 @@ void inject_rows_cuda(const InjectRowsArgs& a, cudaStream_t stream) {
 
 void cached_attention_cuda(const CachedAttentionArgs& a, std::size_t tokens, cudaStream_t stream) {
   check_cached_attention(a);
+  static_assert(kCachedAttentionMaxHeadDim <= 16 * 32, "the generic kernel holds 16 values a lane");
+  check(a.window < (std::size_t{1} << 31), "cached_attention: window ", a.window, " too large");
   check(a.q.dtype == a.k_cache.dtype && a.q.dtype == a.v_cache.dtype && a.q.dtype == a.out.dtype,
         "cached_attention: operands differ in type");
   if (tokens == 0) return;

@@ -12,6 +12,9 @@
 // columns, as it reads them, so it may alias x or residual too (a pre-norm model keeps its
 // residual stream in place: sum_out == residual). With a group, every run of `group` columns is
 // a row of its own to both kernels (per-head q / k norms), normalised with the same weights.
+// sum_scale multiplies the sum (x + residual, or x alone) in f32 before anything else reads it
+// (Gemma-4's layer scalar): sum_out stores, and the norm normalises, the scaled sum, as the CPU
+// op does; the product is written with explicit rounding so no fused multiply-add differs.
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
@@ -39,6 +42,7 @@ struct NormParams {
   int groups;  // runs per row (1 without a group)
   float eps;
   bool rms;
+  float sum_scale;  // 1: none
 };
 
 // The offset of run `vr` (row vr / groups, run vr % groups) in a buffer of row stride ld.
@@ -60,7 +64,8 @@ __global__ void layernorm_kernel(NormParams<T> p) {
   T* sum_out = p.sum_out ? p.sum_out + run_offset(p, r, p.lds) : nullptr;
   float sum = 0.0f;
   for (int j = threadIdx.x; j < p.cols; j += blockDim.x) {
-    const float v = res ? elem::load(x + j) + elem::load(res + j) : elem::load(x + j);
+    float v = res ? elem::load(x + j) + elem::load(res + j) : elem::load(x + j);
+    if (p.sum_scale != 1.0f) v = __fmul_rn(v, p.sum_scale);
     if (sum_out) elem::store(sum_out + j, v);
     row[j] = v;
     sum += v;
@@ -140,9 +145,19 @@ __global__ void layernorm_warp_kernel(NormParams<T> p, unsigned rows) {
         elem::load_vec(res + col, add);
 #pragma unroll
         for (int i = 0; i < V; ++i) v[c][i] += add[i];
+        if (p.sum_scale != 1.0f)
+#pragma unroll
+          for (int i = 0; i < V; ++i) v[c][i] = __fmul_rn(v[c][i], p.sum_scale);
         if (p.sum_out) elem::store_vec(p.sum_out + run_offset(p, r, p.lds) + col, v[c]);
       }
     }
+  }
+  if (!res && p.sum_scale != 1.0f) {  // x alone, scaled
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c)
+      if ((c * 32 + lane) * V < p.cols)
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[c][i] = __fmul_rn(v[c][i], p.sum_scale);
   }
   float sum = 0.0f;
 #pragma unroll
@@ -277,7 +292,8 @@ void layernorm_launch_cuda(LayerNormKernel k, const LayerNormArgs& a, cudaStream
                           static_cast<int>(group),
                           static_cast<int>(groups),
                           a.eps,
-                          a.rms};
+                          a.rms,
+                          a.sum_scale};
     switch (k) {
       case LayerNormKernel::kWarp: return launch_warp_kernel(p, runs, stream);
       case LayerNormKernel::kBlock:

@@ -93,7 +93,7 @@ void glu_cuda(const GluArgs& a, cudaStream_t stream);
 // Rotary embeddings in place (ops/rope.h), positions int32 on the device (one per row), angles
 // exactly rope_cpu's (f32 product, cosine and sine of it rounded to f32). rotary_dim up to
 // kRopeMaxRotaryDim.
-inline constexpr std::size_t kRopeMaxRotaryDim = 256;
+inline constexpr std::size_t kRopeMaxRotaryDim = 512;  // Gemma-4's global layers
 void rope_cuda(const RopeArgs& a, cudaStream_t stream);
 
 // The KV cache ops over `rows` / `tokens` launched rows (device index arrays; a negative index or

@@ -14,12 +14,18 @@ using plan::View;
 
 ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::GemmStep& op) const {
   const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
-  const std::size_t n = static_cast<std::size_t>(shape.at(0)), k = static_cast<std::size_t>(shape.at(1));
+  check(shape.size() == 2, "gemm ", name, ": the weight is not a matrix");
+  // [out, in], or [in, out] read as it is (GemmStep::transpose_w).
+  const std::size_t n = static_cast<std::size_t>(shape.at(op.transpose_w ? 1 : 0)),
+                    k = static_cast<std::size_t>(shape.at(op.transpose_w ? 0 : 1));
   check(op.x.cols == k && op.y.cols == n, "gemm ", name, ": views ", op.x.cols, " → ", op.y.cols,
-        " do not match the weight [", n, ", ", k, "]");
+        " do not match the weight [", shape.at(0), ", ", shape.at(1), "]", op.transpose_w ? " (transposed)" : "");
   const DType t = type_of(op.x);
   check(type_of(op.y) == t, "gemm ", name, ": input and output rows differ in kind");
-  return {tensor(op.x), weight(op.w, t), weight(op.bias, t), tensor(op.y), row_wise(name, op.x, {op.y}), n, k, op.act};
+  ops::GemmCudaArgs a{tensor(op.x), weight(op.w, t), weight(op.bias, t), tensor(op.y), row_wise(name, op.x, {op.y}),
+                      n, k, op.act};
+  a.transpose_w = op.transpose_w;
+  return a;
 }
 
 ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::LayerNormStep& op) const {
@@ -35,6 +41,7 @@ ops::LayerNormArgs CudaExecutor::norm_args(const std::string& name, const plan::
                        op.rms};
   a.sum_out = has_sum ? tensor(op.sum_out) : ops::TensorView{};
   a.group = op.group;
+  a.sum_scale = op.sum_scale;
   ops::check_layernorm(a, name.c_str());  // operands of one element type among others
   return a;
 }
@@ -48,7 +55,7 @@ void CudaExecutor::execute(const plan::Step& step) {
             const DType t = type_of(op.out);
             ops::embed_cuda({d_tokens_, has_types_ ? d_types_ : nullptr, d_starts_, num_seqs_, weight(op.word, t),
                              weight(op.position, t), op.position_offset, weight(op.type, t), tensor(op.out),
-                             op.out.cols},
+                             op.out.cols, op.scale},
                             num_tokens_, stream_);
           },
           [&](const plan::GemmStep& op) { gemm_->run(gemm_args(step.name, op), stream_); },
@@ -82,6 +89,7 @@ void CudaExecutor::execute(const plan::Step& step) {
               a.freq_dim = op.freq_dim;
               a.axis_stride = num_tokens_;  // uploaded axes are the launched (bucketed) rows apart
             }
+            a.active_pairs = op.active_pairs;  // in rope_frequencies' table, shared with the CPU
             ops::rope_cuda(a, stream_);
           },
           [&](const plan::AttentionStep& op) { attention(step.name, op); },
@@ -205,12 +213,80 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.scale = op.scale;
             a.workspace = reinterpret_cast<float*>(attn_workspace_.get());
             a.workspace_floats = attn_workspace_floats_;
+            // A window reads the anchors uploaded with the batch (the batch's, or each token's own
+            // entry: set_batch fills them either way, at a fixed address).
+            a.window = op.window;
+            a.window_anchors = op.window > 0 ? d_window_anchors_ : nullptr;
             ops::cached_attention_cuda(a, num_tokens_, stream_);
           },
           [&](const plan::InjectRowsStep& op) {
             check(op.src.cols == op.out.cols, "inject_rows ", step.name, ": source of ", op.src.cols,
                   " columns for rows of ", op.out.cols);
             ops::inject_rows_cuda({tensor(op.src), tensor(op.out), d_inject_rows_, num_tokens_, op.out.cols}, stream_);
+          },
+          [&](const plan::RouterStep& op) {
+            check(op.ids.cols >= op.top_k && op.weights.cols >= op.top_k, "router ", step.name,
+                  ": outputs narrower than top_k ", op.top_k);
+            check(type_of(op.weights) == DType::kF32, "router ", step.name, ": the weights buffer must be f32");
+            const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
+            check(shape.size() == 2 && static_cast<std::size_t>(shape[0]) == op.experts &&
+                      static_cast<std::size_t>(shape[1]) == op.x.cols,
+                  "router ", step.name, ": a router weight that is not [", op.experts, ", ", op.x.cols, "]");
+            ops::RouterArgs a;
+            a.x = tensor(op.x);
+            a.w = norm_weight(op.w);
+            a.expert_scale = norm_weight(op.expert_scale);
+            a.ids = ints(step.name, op.ids);
+            a.ld_ids = ld(op.ids);
+            a.weights = static_cast<float*>(tensor(op.weights).data);
+            a.ld_weights = ld(op.weights);
+            a.rows = row_wise(step.name, op.x, {op.ids, op.weights});
+            a.cols = op.x.cols;
+            a.experts = op.experts;
+            a.top_k = op.top_k;
+            ops::router_cuda(a, stream_);
+          },
+          [&](const plan::MoeStep& op) {
+            const DType t = type_of(op.x);
+            check(type_of(op.out) == t, "moe ", step.name, ": input and output rows differ in kind");
+            check(type_of(op.weights) == DType::kF32, "moe ", step.name, ": the weights buffer must be f32");
+            const auto expect = [&](plan::WeightId id, std::size_t rows, std::size_t cols, const char* what) {
+              const auto& shape = weight_shapes_.at(static_cast<std::size_t>(id));
+              check(shape.size() == 3 && static_cast<std::size_t>(shape[0]) == op.experts &&
+                        static_cast<std::size_t>(shape[1]) == rows && static_cast<std::size_t>(shape[2]) == cols,
+                    "moe ", step.name, ": ", what, " is not [", op.experts, ", ", rows, ", ", cols, "]");
+            };
+            expect(op.gate_up, 2 * op.inner, op.x.cols, "gate_up");
+            expect(op.down, op.out.cols, op.inner, "down");
+            ops::MoeArgs a;
+            a.x = tensor(op.x);
+            a.ids = ints(step.name, op.ids);
+            a.ld_ids = ld(op.ids);
+            a.weights = static_cast<const float*>(tensor(op.weights).data);
+            a.ld_weights = ld(op.weights);
+            a.gate_up = weight(op.gate_up, t);
+            a.down = weight(op.down, t);
+            a.out = tensor(op.out);
+            a.rows = row_wise(step.name, op.x, {op.ids, op.weights, op.out});
+            a.cols = op.x.cols;
+            a.out_cols = op.out.cols;
+            a.experts = op.experts;
+            a.top_k = op.top_k;
+            a.inner = op.inner;
+            a.act = op.act;
+            a.workspace = moe_workspace_.get();
+            a.workspace_bytes = moe_workspace_.bytes();
+            ops::moe_cuda(a, stream_);
+          },
+          [&](const plan::SoftmaxStep& op) {
+            check(op.x.cols == op.out.cols, "softmax ", step.name, ": ", op.x.cols, " columns in, ", op.out.cols, " out");
+            ops::softmax_rows_cuda({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.scale},
+                                   stream_);
+          },
+          [&](const plan::SoftcapStep& op) {
+            check(op.x.cols == op.out.cols, "softcap ", step.name, ": ", op.x.cols, " columns in, ", op.out.cols, " out");
+            ops::softcap_cuda({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.cap},
+                              stream_);
           },
       },
       step.op);

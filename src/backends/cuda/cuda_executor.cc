@@ -164,16 +164,26 @@ void CudaExecutor::allocate(plan::Plan& plan) {
       attn_workspace_floats_ = 8192 * (widest + 2);
       attn_workspace_ = DeviceMemory(attn_workspace_floats_ * sizeof(float));
     }
-    const std::size_t ints = 4 * max_tokens_ + 1 + gen_pages_cap_;
+    const std::size_t ints = 5 * max_tokens_ + 1 + gen_pages_cap_;
     gen_arena_ = DeviceMemory(ints * sizeof(int32_t));
     gen_staging_ = PinnedMemory(ints * sizeof(int32_t));
     auto* g = reinterpret_cast<int32_t*>(gen_arena_.get());
     d_cache_rows_ = g;
     d_cache_lengths_ = g + max_tokens_;
     d_inject_rows_ = g + 2 * max_tokens_;
-    d_page_starts_ = g + 3 * max_tokens_;
-    d_pages_ = g + 4 * max_tokens_ + 1;
+    d_window_anchors_ = g + 3 * max_tokens_;
+    d_page_starts_ = g + 4 * max_tokens_;
+    d_pages_ = g + 5 * max_tokens_ + 1;
   }
+
+  // The mixture-of-experts scratch, once, for the largest step at max_tokens rows.
+  std::size_t moe_bytes = 0;
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      if (const auto* m = std::get_if<plan::MoeStep>(&step.op))
+        moe_bytes = std::max(moe_bytes, ops::moe_workspace_bytes(max_tokens_, m->x.cols, m->out.cols, m->experts,
+                                                                 m->top_k, m->inner, elem_size(type_of(m->x))));
+  if (moe_bytes > 0) moe_workspace_ = DeviceMemory(moe_bytes);
 
   // Batch ids (sequence offsets, tokens, type ids, pool starts, positions, key limits, rope
   // positions), device
@@ -196,9 +206,13 @@ void CudaExecutor::upload_weights(plan::Plan& plan) {
       for (const plan::WeightUse& use : plan::operands(step.op).weights) {
         DType t = DType::kF32;
         switch (use.role) {
+          // One copy per element type: a tied table read as kTable, kGemm and kGemmTransposed
+          // in the activations' type is uploaded once and read in each layout.
           case plan::WeightRole::kGemm:
           case plan::WeightRole::kGemmBias:
-          case plan::WeightRole::kTable: t = type_of(use.meets); break;
+          case plan::WeightRole::kTable:
+          case plan::WeightRole::kGemmTransposed:
+          case plan::WeightRole::kExperts: t = type_of(use.meets); break;
           case plan::WeightRole::kNorm: t = DType::kF32; break;
         }
         need.at(static_cast<std::size_t>(use.id))[slot(t)] = true;
@@ -376,8 +390,9 @@ void CudaExecutor::upload_generation(const plan::Batch& batch, std::size_t t, st
   int32_t* rows = s;
   int32_t* lengths = s + max_tokens_;
   int32_t* inject = s + 2 * max_tokens_;
-  int32_t* starts = s + 3 * max_tokens_;
-  int32_t* pages = s + 4 * max_tokens_ + 1;
+  int32_t* anchors = s + 3 * max_tokens_;
+  int32_t* starts = s + 4 * max_tokens_;
+  int32_t* pages = s + 5 * max_tokens_ + 1;
   const auto fill = [&](int32_t* dst, const std::vector<int32_t>& src, int32_t pad) {
     if (!src.empty()) std::memcpy(dst, src.data(), t * sizeof(int32_t));
     std::fill(dst + (src.empty() ? 0 : t), dst + tb, pad);
@@ -385,6 +400,16 @@ void CudaExecutor::upload_generation(const plan::Batch& batch, std::size_t t, st
   fill(rows, batch.cache_rows, -1);
   fill(lengths, batch.cache_lengths, 0);
   fill(inject, batch.inject_rows, -1);
+  // Window anchors: the batch's, or each token's own entry (a causal sliding window) as the CPU
+  // executor reads an empty list; the kernels read them only for a windowed step.
+  check(batch.window_anchors.empty() || batch.window_anchors.size() == t, "cuda executor: ",
+        batch.window_anchors.size(), " window anchors for ", t, " tokens");
+  if (!batch.window_anchors.empty()) {
+    std::memcpy(anchors, batch.window_anchors.data(), t * sizeof(int32_t));
+  } else {
+    for (std::size_t i = 0; i < t; ++i) anchors[i] = batch.cache_lengths.empty() ? 0 : batch.cache_lengths[i] - 1;
+  }
+  std::fill(anchors + t, anchors + tb, 0);
   if (!batch.kv_page_starts.empty()) std::memcpy(starts, batch.kv_page_starts.data(), (b + 1) * sizeof(int32_t));
   else std::fill(starts, starts + b + 1, 0);
   std::fill(starts + b + 1, starts + bb + 1, starts[b]);
@@ -394,15 +419,20 @@ void CudaExecutor::upload_generation(const plan::Batch& batch, std::size_t t, st
   for (int32_t r : batch.cache_rows) max_cache_row_ = std::max<int64_t>(max_cache_row_, r);
   for (int32_t p : batch.kv_pages) max_page_ = std::max<int64_t>(max_page_, p);
   for (int32_t r : batch.inject_rows) max_inject_row_ = std::max<int64_t>(max_inject_row_, r);
-  check(max_cache_row_ < static_cast<int64_t>(gen_cache_rows_), "cuda executor: cache row ", max_cache_row_,
+  // Compared unsigned: a plan with no cache (or no injection) step holds SIZE_MAX rows there,
+  // which as a signed count would refuse every row (a KV cache without injected rows:
+  // DiffusionGemma). -1: the batch names none.
+  const auto within = [](int64_t last, std::size_t rows) { return last < 0 || static_cast<std::size_t>(last) < rows; };
+  check(within(max_cache_row_, gen_cache_rows_), "cuda executor: cache row ", max_cache_row_,
         " outside the KV cache of ", gen_cache_rows_, " rows");
-  check(batch.kv_pages.empty() || (max_page_ + 1) * static_cast<int64_t>(page_size_) <= static_cast<int64_t>(gen_cache_rows_),
+  check(batch.kv_pages.empty() ||
+            within((max_page_ + 1) * static_cast<int64_t>(page_size_) - 1, gen_cache_rows_),
         "cuda executor: cache page ", max_page_, " of ", page_size_, " rows outside the KV cache of ", gen_cache_rows_,
         " rows");
-  check(max_inject_row_ < static_cast<int64_t>(gen_inject_rows_), "cuda executor: injected row ", max_inject_row_,
+  check(within(max_inject_row_, gen_inject_rows_), "cuda executor: injected row ", max_inject_row_,
         " outside the source of ", gen_inject_rows_, " rows");
   // Contiguous from the start through the last page; the gaps are the unused tails of each array.
-  const std::size_t count = 4 * max_tokens_ + 1 + batch.kv_pages.size();
+  const std::size_t count = 5 * max_tokens_ + 1 + batch.kv_pages.size();
   IL_CUDA_CHECK(
       cudaMemcpyAsync(gen_arena_.get(), s, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
 }
@@ -498,6 +528,13 @@ const float* CudaExecutor::norm_weight(plan::WeightId id) const {
   return static_cast<const float*>(weight(id, DType::kF32).data);
 }
 
+int32_t* CudaExecutor::ints(const std::string& step, const View& v) const {
+  const plan::BufferDesc& b = plan_.buffers().at(static_cast<std::size_t>(v.buffer));
+  check(b.elem == plan::Elem::kI32, "cuda executor: step ", step, " needs an int32 buffer, and ", b.name,
+        " is not one");
+  return reinterpret_cast<int32_t*>(buffers_.at(static_cast<std::size_t>(v.buffer))) + v.col;
+}
+
 std::optional<double> CudaExecutor::energy_joules() {
   if (!energy_meter_) energy_meter_ = std::make_unique<EnergyMeter>(device_);
   return energy_meter_->joules();
@@ -542,6 +579,38 @@ void CudaExecutor::read(const View& view, float* dst) {
       for (std::size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(half[i]);
       return;
   }
+}
+
+// The rows go up in f32 (pageable: the call returns once the copy is done) and are converted on
+// the device where the buffer holds f16 / bf16, then copied into the view's columns; the stream
+// is synchronised so the caller may reuse src (and no run is being captured: run() returns first).
+void CudaExecutor::write(const View& view, const float* src, std::size_t n) {
+  const plan::BufferDesc& b = plan_.buffers().at(static_cast<std::size_t>(view.buffer));
+  check(b.rows == Rows::kPersistent, "cuda executor: write into ", b.name, ", which is not a persistent buffer");
+  check(n <= b.fixed_rows, "cuda executor: ", n, " rows written into ", b.name, " of ", b.fixed_rows, " rows");
+  check(view.col + view.cols <= b.cols, "cuda executor: a view past the columns of ", b.name);
+  if (n == 0 || view.cols == 0) return;
+  const DType t = type_of(view);  // refuses int32 buffers
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  const std::size_t count = n * view.cols, size = elem_size(t);
+  std::byte* dst = buffers_.at(static_cast<std::size_t>(view.buffer)) + view.col * size;
+  if (t == DType::kF32) {
+    IL_CUDA_CHECK(cudaMemcpy2DAsync(dst, ld(view) * size, src, view.cols * sizeof(float), view.cols * sizeof(float), n,
+                                    cudaMemcpyHostToDevice, stream_));
+  } else {
+    const std::size_t f32_bytes = aligned_bytes(count * sizeof(float)), bytes = f32_bytes + count * size;
+    if (write_staging_.bytes() < bytes) {
+      IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // an earlier write may still read it
+      write_staging_ = DeviceMemory(bytes);
+    }
+    std::byte* f32 = write_staging_.get();
+    std::byte* half = f32 + f32_bytes;
+    IL_CUDA_CHECK(cudaMemcpyAsync(f32, src, count * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    ops::convert_cuda({{f32, DType::kF32, 0}, {half, t, 0}, count}, stream_);
+    IL_CUDA_CHECK(cudaMemcpy2DAsync(dst, ld(view) * size, half, view.cols * size, view.cols * size, n,
+                                    cudaMemcpyDeviceToDevice, stream_));
+  }
+  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 // Pairs, keep bytes and scores go through one pinned staging buffer and one device piece each

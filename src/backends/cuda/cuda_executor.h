@@ -49,6 +49,9 @@ class CudaExecutor final : public plan::Executor {
   void set_batch(const plan::Batch& batch) override;
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
+  // Host f32 rows into a persistent buffer, converted to its element type; returns once the
+  // rows are on the device (never inside a run, so no graph holds it).
+  void write(const plan::View& view, const float* src, std::size_t rows) override;
   void maxsim(const plan::View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
               float* scores) override;
   std::string backend_name() const override { return "cuda:" + std::to_string(device_); }
@@ -82,6 +85,8 @@ class CudaExecutor final : public plan::Executor {
   // The device copy of a weight in element type t (absent for kNoWeight); norm weights: f32.
   ops::ConstTensorView weight(plan::WeightId id, DType t) const;
   const float* norm_weight(plan::WeightId id) const;
+  // The view's columns of an Elem::kI32 buffer (router expert ids).
+  int32_t* ints(const std::string& step, const plan::View& v) const;
   void record_profile(const std::string& program);
   void run_graph(const std::string& program, const std::vector<plan::Step>& steps);
 
@@ -142,8 +147,16 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_inject_rows_ = nullptr;
   int32_t* d_page_starts_ = nullptr;
   int32_t* d_pages_ = nullptr;
+  // Per launched token the entry a sliding window counts back from (plan::Batch::window_anchors,
+  // or cache length − 1 where the batch gives none; padding 0): always present, so a captured
+  // graph does not depend on whether a batch had them.
+  int32_t* d_window_anchors_ = nullptr;
   std::size_t page_size_ = 0;
   int64_t max_cache_row_ = -1, max_page_ = -1, max_inject_row_ = -1;  // the batch's, for the row checks
+  // Mixture-of-experts scratch (ops::moe_workspace_bytes for max_tokens, the largest MoeStep),
+  // allocated once; empty without such a step.
+  DeviceMemory moe_workspace_;
+  DeviceMemory write_staging_;  // write(): the rows in f32, then converted; grown to the largest
   // maxsim(): pairs, keep bytes and scores on the device, and their pinned staging; grown to the
   // largest call.
   DeviceMemory maxsim_arena_;

@@ -1,0 +1,96 @@
+// Row ops over logits (ops/logits.h) on the GPU.
+//
+// softmax_rows: one block per row, three passes over the row (maximum, sum of exponentials,
+// scaled store), all in f32 with the accurate expf (the CPU op sums in double: the difference is
+// the f32 sum's rounding, a few units in the last place over a vocabulary). A row whose maximum is
+// −inf (no distribution) is stored as zeros. Each element is read and written by the same thread
+// in the last pass, so out may be x (both f32).
+// softcap: one block per row, cap · tanh(x / cap) elementwise, x loaded into f32, out f32.
+#include <cmath>
+
+#include "ops/check_cuda.h"
+#include "ops/elem_cuda.cuh"
+#include "ops/launch_cuda.cuh"
+#include "ops/logits.h"
+#include "ops/ops_cuda.h"
+#include "ops/reduce_cuda.cuh"
+
+namespace il::ops {
+namespace {
+
+constexpr int kSoftmaxThreads = 512;
+constexpr int kSoftcapThreads = 256;
+
+// The block's maximum, returned to every thread (scratch: one value per warp; the leading
+// barrier lets the scratch be reused right after another reduction).
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const int warps = (static_cast<int>(blockDim.x) + 31) / 32;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(cuda_reduce::kFullMask, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float m = -INFINITY;
+  for (int w = 0; w < warps; ++w) m = fmaxf(m, scratch[w]);
+  return m;
+}
+
+template <typename T>
+__global__ void softmax_rows_kernel(const float* x, std::size_t ldx, T* out, std::size_t ldo, int cols, float scale) {
+  pdl::wait_for_predecessor();
+  __shared__ float scratch[kSoftmaxThreads / 32];
+  const std::size_t r = blockIdx.x;
+  const float* xr = x + r * ldx;
+  T* o = out + r * ldo;
+  float mx = -INFINITY;
+  for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x)) mx = fmaxf(mx, xr[j]);
+  mx = block_max(mx, scratch);
+  if (mx == -INFINITY) {  // no distribution
+    for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x)) elem::store(o + j, 0.0f);
+    return;
+  }
+  float sum = 0.0f;
+  for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x)) sum += expf(xr[j] - mx);
+  sum = cuda_reduce::block_sum(sum, scratch);
+  const float k = scale / sum;
+  for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x))
+    elem::store(o + j, expf(xr[j] - mx) * k);
+}
+
+template <typename T>
+__global__ void softcap_kernel(const T* x, std::size_t ldx, float* out, std::size_t ldo, int cols, float cap) {
+  pdl::wait_for_predecessor();
+  const std::size_t r = blockIdx.x;
+  const T* xr = x + r * ldx;
+  float* o = out + r * ldo;
+  for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x))
+    o[j] = cap * tanhf(elem::load(xr + j) / cap);
+}
+
+}  // namespace
+
+void softmax_rows_cuda(const SoftmaxRowsArgs& a, cudaStream_t stream) {
+  check_softmax_rows(a, "softmax (CUDA)");
+  if (a.rows == 0 || a.cols == 0) return;
+  check(a.rows < (1u << 31) && a.cols < (1u << 31), "softmax (CUDA): ", a.rows, " × ", a.cols, " too large for one launch");
+  elem::dispatch(a.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    pdl::launch(softmax_rows_kernel<T>, static_cast<unsigned>(a.rows), kSoftmaxThreads, 0, stream,
+                static_cast<const float*>(a.x.data), a.x.ld, static_cast<T*>(a.out.data), a.out.ld,
+                static_cast<int>(a.cols), a.scale);
+  });
+}
+
+void softcap_cuda(const SoftcapArgs& a, cudaStream_t stream) {
+  check_softcap(a, "softcap (CUDA)");
+  if (a.rows == 0 || a.cols == 0) return;
+  check(a.rows < (1u << 31) && a.cols < (1u << 31), "softcap (CUDA): ", a.rows, " × ", a.cols, " too large for one launch");
+  elem::dispatch(a.x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    pdl::launch(softcap_kernel<T>, static_cast<unsigned>(a.rows), kSoftcapThreads, 0, stream,
+                static_cast<const T*>(a.x.data), a.x.ld, static_cast<float*>(a.out.data), a.out.ld,
+                static_cast<int>(a.cols), a.cap);
+  });
+}
+
+}  // namespace il::ops
