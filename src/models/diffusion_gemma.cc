@@ -288,6 +288,7 @@ BuiltModel describe(const DiffusionGemmaConfig& c) {
   m.random_weights = c.random_weights;
   m.hidden_size = static_cast<std::size_t>(c.hidden);
   m.limits = {c.vocab, 0, static_cast<std::size_t>(c.max_positions)};
+  m.capabilities.generate = true;
   m.diffusion.emplace();
   DiffusionSpec& d = *m.diffusion;
   d.canvas_length = static_cast<std::size_t>(c.canvas_length);

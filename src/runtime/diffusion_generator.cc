@@ -119,6 +119,7 @@ bool DiffusionGenerator::denoise(Sequence& s, std::span<const float> raw) {
   StepTrace t;
   t.block = s.block;
   t.step = s.n;
+  t.canvas_in = s.canvas;
   t.temperature = st.t_min ? diffusion_temperature(s.n, N, *st.t_min, *st.t_max) : 1.0f;
   // The processed logits (f32 division, as transformers), kept for self-conditioning.
   s.sc.resize(C * V);
@@ -151,6 +152,7 @@ bool DiffusionGenerator::denoise(Sequence& s, std::span<const float> raw) {
   s.canvas = t.canvas_out;
   s.argmax = t.argmax;
   --s.n;
+  if (trace_logits_) t.logits = s.sc;
   if (trace_) trace_(s.id, t);
   return t.finished || s.n == 0;
 }

@@ -62,12 +62,16 @@ class DiffusionGenerator {
     std::size_t block = 0;
     int step = 0;  // n, counting down
     float temperature = 0.0f;
-    std::vector<int32_t> argmax, canvas_out;
+    std::vector<int32_t> canvas_in, argmax, canvas_out;
     std::vector<std::uint8_t> accepted;
     float mean_entropy = 0.0f;
     bool finished = false;
+    std::vector<float> logits;  // the processed logits, with set_trace(..., true) only
   };
-  void set_trace(std::function<void(Id, const StepTrace&)> trace) { trace_ = std::move(trace); }
+  void set_trace(std::function<void(Id, const StepTrace&)> trace, bool with_logits = false) {
+    trace_ = std::move(trace);
+    trace_logits_ = with_logits;
+  }
 
  private:
   struct Sequence {
@@ -104,6 +108,7 @@ class DiffusionGenerator {
   Id next_id_ = 0;
   std::vector<float> logits_, sc_rows_;
   std::function<void(Id, const StepTrace&)> trace_;
+  bool trace_logits_ = false;
 };
 
 }  // namespace il::runtime

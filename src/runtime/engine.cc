@@ -19,6 +19,7 @@
 #include "ops/maxsim.h"
 #include "runtime/batching.h"
 #include "runtime/colbert_inputs.h"
+#include "runtime/diffusion_generator.h"
 #include "runtime/diffusion_runner.h"
 #include "runtime/generator.h"
 #include "runtime/image_batch.h"
@@ -101,7 +102,11 @@ class LocalEngine final : public Engine {
       diffusion_kv = runtime::size_diffusion_cache(model_, diffusion_cache_tokens(options), options.kv_page_size,
                                                    max_batch_tokens_);
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
-    if (diffusion_kv) diffusion_.emplace(model_, *exec_, *diffusion_kv, max_batch_tokens_);
+    if (diffusion_kv) {
+      diffusion_.emplace(model_, *exec_, *diffusion_kv, max_batch_tokens_);
+      diffusion_gen_.emplace(*diffusion_, model_.diffusion->defaults, model_.diffusion->max_positions,
+                             tokenizer_ ? &*tokenizer_ : nullptr);
+    }
     if (kv)
       generator_.emplace(model_, *exec_, *kv, max_batch_tokens_, tokenizer_ ? &*tokenizer_ : nullptr);
     info_.backend = exec_->backend_name();
@@ -328,7 +333,13 @@ class LocalEngine final : public Engine {
 
   std::vector<GenerationResult> generate(const std::vector<GenerationRequest>& requests,
                                          const TokenCallback& on_token) override {
-    runtime::Generator& g = generator();
+    if (diffusion_gen_) return generate_with(*diffusion_gen_, requests, on_token);
+    return generate_with(generator(), requests, on_token);
+  }
+
+  template <typename G>
+  std::vector<GenerationResult> generate_with(G& g, const std::vector<GenerationRequest>& requests,
+                                              const TokenCallback& on_token) {
     std::vector<runtime::Generator::Id> ids;
     ids.reserve(requests.size());
     // Every request is checked before any is queued: a bad one refuses the call and leaves
@@ -341,11 +352,11 @@ class LocalEngine final : public Engine {
       }
     }
     for (const GenerationRequest& r : requests) ids.push_back(g.submit(r));
-    std::map<runtime::Generator::Id, std::size_t> index;
+    std::map<std::size_t, std::size_t> index;
     for (std::size_t i = 0; i < ids.size(); ++i) index[ids[i]] = i;
     try {
       while (!g.idle())
-        for (const runtime::Generator::Event& e : g.step())
+        for (const auto& e : g.step())
           if (on_token) on_token(index.at(e.id), e.token, e.text);
     } catch (...) {
       // A device error (or the callback's) leaves the batch half-stepped: drop it all so the
@@ -355,19 +366,28 @@ class LocalEngine final : public Engine {
     }
     std::vector<GenerationResult> out;
     out.reserve(ids.size());
-    for (runtime::Generator::Id id : ids) out.push_back(g.take_result(id));
+    for (std::size_t id : ids) out.push_back(g.take_result(id));
     return out;
   }
 
-  void check_generation_request(const GenerationRequest& request) override { generator().validate(request); }
+  void check_generation_request(const GenerationRequest& request) override {
+    if (diffusion_gen_) return diffusion_gen_->validate(request);
+    generator().validate(request);
+  }
 
   GenerationId submit_generation(GenerationRequest request) override {
+    if (diffusion_gen_) return diffusion_gen_->submit(std::move(request));
     return generator().submit(std::move(request));
   }
 
   std::vector<GenerationEvent> step_generation() override {
-    runtime::Generator& g = generator();
-    std::vector<runtime::Generator::Event> events;
+    if (diffusion_gen_) return step_with(*diffusion_gen_);
+    return step_with(generator());
+  }
+
+  template <typename G>
+  std::vector<GenerationEvent> step_with(G& g) {
+    std::vector<typename G::Event> events;
     try {
       events = g.step();
     } catch (...) {
@@ -376,13 +396,20 @@ class LocalEngine final : public Engine {
     }
     std::vector<GenerationEvent> out;
     out.reserve(events.size());
-    for (runtime::Generator::Event& e : events) out.push_back({e.id, e.token, std::move(e.text), e.finished});
+    for (auto& e : events) out.push_back({e.id, e.token, std::move(e.text), e.finished});
     return out;
   }
 
-  GenerationResult take_generation_result(GenerationId id) override { return generator().take_result(id); }
-  void cancel_generation(GenerationId id) override { generator().cancel(id); }
+  GenerationResult take_generation_result(GenerationId id) override {
+    if (diffusion_gen_) return diffusion_gen_->take_result(id);
+    return generator().take_result(id);
+  }
+  void cancel_generation(GenerationId id) override {
+    if (diffusion_gen_) return diffusion_gen_->cancel(id);
+    generator().cancel(id);
+  }
   GenerationLoad generation_load() const override {
+    if (diffusion_gen_) return diffusion_gen_->load();
     check(generator_.has_value(), "this model does not generate text");
     return generator_->load();
   }
@@ -675,6 +702,7 @@ class LocalEngine final : public Engine {
   std::unique_ptr<plan::Executor> exec_;
   std::optional<runtime::Generator> generator_;  // generating models
   std::optional<runtime::DiffusionRunner> diffusion_;  // block-diffusion models
+  std::optional<runtime::DiffusionGenerator> diffusion_gen_;
   ModelInfo info_;
   std::size_t max_len_ = 0;
   std::size_t max_batch_tokens_ = 0;
