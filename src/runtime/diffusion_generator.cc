@@ -89,7 +89,8 @@ void DiffusionGenerator::start_block(Sequence& s) {
   s.draws->uniform_ids(s.canvas, runner_.vocab());
   s.argmax = s.canvas;
   s.sc.clear();
-  s.history.assign(static_cast<std::size_t>(s.settings.stability_threshold), std::vector<int32_t>(C, -1));
+  if (s.stop) s.stop->restart(s.settings.stability_threshold, C);
+  else s.stop.emplace(s.settings.stability_threshold, C);
   s.n = s.settings.max_denoising_steps;
 }
 
@@ -139,16 +140,8 @@ bool DiffusionGenerator::denoise(Sequence& s, std::span<const float> raw) {
   s.draws->uniform_ids(noise, V);
   t.canvas_out.resize(C);
   for (std::size_t i = 0; i < C; ++i) t.canvas_out[i] = t.accepted[i] ? sampled[i] : noise[i];
-  // The stop rule: the argmax canvas unchanged over the last stability_threshold steps, and a
-  // mean entropy under the confidence threshold.
-  bool stable = true;
-  for (const auto& h : s.history) stable = stable && h == t.argmax;
-  if (!s.history.empty()) {
-    s.history.pop_front();
-    s.history.push_back(t.argmax);
-  }
   t.mean_entropy = static_cast<float>(total / static_cast<double>(C));
-  t.finished = st.confidence_threshold && stable && t.mean_entropy < *st.confidence_threshold;
+  t.finished = s.stop->check(t.argmax, t.mean_entropy, st.confidence_threshold);
   s.canvas = t.canvas_out;
   s.argmax = t.argmax;
   --s.n;
@@ -161,9 +154,7 @@ void DiffusionGenerator::commit(Sequence& s, std::vector<Event>& events) {
   const auto now = std::chrono::steady_clock::now();
   if (s.block == 0) s.first = now;
   std::vector<int32_t> block = s.argmax;
-  const std::optional<std::size_t> end = first_end(block, s.settings.end_ids);
-  if (end && s.settings.pad_id)  // transformers' _finalize_canvas: the end id stays, pad after it
-    std::fill(block.begin() + static_cast<std::ptrdiff_t>(*end + 1), block.end(), *s.settings.pad_id);
+  const std::optional<std::size_t> end = finalize_block(block, s.settings.end_ids, s.settings.pad_id);
   ++s.block;
   const bool last = end.has_value() || s.block == s.blocks;
   const std::size_t keep = end ? *end + 1 : block.size();

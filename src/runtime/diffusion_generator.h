@@ -84,7 +84,7 @@ class DiffusionGenerator {
     int n = 0;                          // the step to run next, N … 1
     std::vector<int32_t> canvas, argmax;
     std::vector<float> sc;              // the previous step's processed logits (empty: none)
-    std::deque<std::vector<int32_t>> history;
+    std::optional<StopRule> stop;
     std::optional<Detokenizer> detok;
     GenerationResult result;
     std::chrono::steady_clock::time_point start, first;

@@ -68,6 +68,27 @@ std::optional<std::size_t> first_end(std::span<const int32_t> block, std::span<c
   return std::nullopt;
 }
 
+std::optional<std::size_t> finalize_block(std::span<int32_t> block, std::span<const int32_t> end_ids,
+                                          std::optional<int32_t> pad) {
+  const std::optional<std::size_t> end = first_end(block, end_ids);
+  if (end && pad) std::fill(block.begin() + static_cast<std::ptrdiff_t>(*end + 1), block.end(), *pad);
+  return end;
+}
+
+void StopRule::restart(int stability, std::size_t canvas) {
+  history_.assign(static_cast<std::size_t>(std::max(stability, 0)), std::vector<int32_t>(canvas, -1));
+}
+
+bool StopRule::check(std::span<const int32_t> argmax, float mean_entropy, std::optional<float> threshold) {
+  bool stable = true;
+  for (const auto& h : history_) stable = stable && std::equal(h.begin(), h.end(), argmax.begin(), argmax.end());
+  if (!history_.empty()) {
+    std::rotate(history_.begin(), history_.begin() + 1, history_.end());
+    history_.back().assign(argmax.begin(), argmax.end());
+  }
+  return threshold && stable && mean_entropy < *threshold;
+}
+
 double SeededDraws::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
 void SeededDraws::uniform_ids(std::span<int32_t> out, std::size_t vocab) {

@@ -36,6 +36,24 @@ int32_t inverse_cdf(std::span<const float> logits, double u);
 
 // Where the block's tokens end: the first end id's index, or none.
 std::optional<std::size_t> first_end(std::span<const int32_t> block, std::span<const int32_t> end_ids);
+// transformers' _finalize_canvas for a block that holds an end id: the first stays, every token
+// after it becomes `pad` (none: left as they are). Returns the end id's index, or none.
+std::optional<std::size_t> finalize_block(std::span<int32_t> block, std::span<const int32_t> end_ids,
+                                          std::optional<int32_t> pad);
+
+// StableAndConfidentStoppingCriteria for one sequence: a step stops the block when the argmax
+// canvas equals each of the last `stability` ones (0: always stable) and the mean entropy is
+// under the threshold (none: never). The history starts at −1 ids (the first step never
+// matches it) and restarts with each block.
+class StopRule {
+ public:
+  StopRule(int stability, std::size_t canvas) { restart(stability, canvas); }
+  void restart(int stability, std::size_t canvas);
+  bool check(std::span<const int32_t> argmax, float mean_entropy, std::optional<float> threshold);
+
+ private:
+  std::vector<std::vector<int32_t>> history_;  // oldest first
+};
 
 // The random draws of one request, in transformers' order: a canvas of uniform ids per block,
 // then per step one token per position drawn from its distribution and a fresh canvas of

@@ -198,3 +198,49 @@ TEST(DiffusionGemmaSampler, EntropyBoundAcceptance) {
 
 }  // namespace
 }  // namespace il::test
+
+namespace il::test {
+namespace {
+
+// StableAndConfidentStoppingCriteria over recorded steps of a batch of two canvases, for
+// stability 0, 1 and 2: each row's stop flag at each step.
+TEST(DiffusionGemmaSampler, StopRuleMatchesTransformers) {
+  const auto& s = expected().at("sampler").at("stop");
+  const float threshold = s.at("confidence_threshold").get<float>();
+  for (int stability : {0, 1, 2}) {
+    std::vector<runtime::StopRule> rows(2, runtime::StopRule(stability, 8));
+    for (std::size_t i = 0; i < s.at("steps").size(); ++i) {
+      const auto& st = s.at("steps")[i];
+      for (std::size_t r = 0; r < 2; ++r) {
+        double total = 0;
+        for (const auto& row : st.at("logits")[r]) total += runtime::row_stats(row.get<std::vector<float>>()).entropy;
+        const float mean = static_cast<float>(total / 8.0);
+        EXPECT_NEAR(mean, st.at("mean_entropy")[r].get<float>(), 1e-5 + 1e-5 * std::abs(mean));
+        const std::vector<int32_t> argmax = st.at("argmax")[r];
+        const bool stop = rows[r].check(argmax, mean, threshold);
+        EXPECT_EQ(stop, st.at("stop").at(std::to_string(stability))[r].get<int>() == 1)
+            << "stability " << stability << " step " << i << " row " << r;
+      }
+    }
+  }
+}
+
+// _finalize_canvas: the first end id of a block stays, every token after it is padding.
+TEST(DiffusionGemmaSampler, EndIdPaddingMatchesTransformers) {
+  const auto& f = expected().at("sampler").at("finalize");
+  const std::vector<int32_t> end_ids = f.at("eos_token_id");
+  const int32_t pad = f.at("pad_token_id");
+  for (std::size_t r = 0; r < f.at("input_ids").size(); ++r) {
+    if (f.at("finished_before")[r].get<int>()) continue;  // our sequences stop at their end id
+    std::vector<int32_t> row = f.at("input_ids")[r];
+    const std::vector<int32_t> want = f.at("output_ids")[r];
+    // The block is the last 8 tokens (the canvas length of the recorded call).
+    const std::span<int32_t> block(row.data() + row.size() - 8, 8);
+    const auto end = runtime::finalize_block(block, end_ids, pad);
+    EXPECT_EQ(row, want) << "row " << r;
+    EXPECT_EQ(end.has_value(), f.at("finished_after")[r].get<int>() == 1) << "row " << r;
+  }
+}
+
+}  // namespace
+}  // namespace il::test
