@@ -47,6 +47,7 @@ Command add_bench_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_bench_generate_command(CLI::App& app);
+Command add_bench_diffusion_command(CLI::App& app);
 Command add_ocr_command(CLI::App& app);
 
 // Options every model-running subcommand takes.

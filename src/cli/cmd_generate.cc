@@ -9,6 +9,9 @@
 //   {"prompt_ids": [...], "canvas_ids": [...], "sc_logits": [[...] per canvas position]}
 // (sc_logits optional) and prints {"logits": [[...] per canvas position]}: the softcapped logits
 // of one denoising forward of the canvas after the prompt is encoded.
+// --prompt "text" generates from one text instead (the folder's chat template applied around it
+// as one user message unless --raw), streaming the text as it is produced (a block-diffusion
+// model: each committed canvas).
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -22,6 +25,7 @@
 #include "core/error.h"
 #include "core/float_format.h"
 #include "io/json_util.h"
+#include "text/chat_template.h"
 
 namespace il::cli {
 namespace {
@@ -34,6 +38,10 @@ struct GenerateArgs {
   SamplingOptions sampling;
   bool details = false;
   std::size_t chunk = 64;
+  std::optional<std::string> prompt;
+  bool raw = false;
+  DiffusionOptions diffusion;
+  bool max_new_tokens_given = false;
 };
 
 double get_number(const nlohmann::json& obj, const char* key, std::string_view where) {
@@ -83,7 +91,12 @@ GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, co
     for (int32_t m : get_int_array(j, "attention_mask", where))
       if (m != 1) throw input_error(where, "\"attention_mask\" must be all ones (one unpadded prompt per line)");
   }
-  if (has_key(j, "max_new_tokens")) r.options.max_new_tokens = get_count(j, "max_new_tokens", where);
+  r.diffusion = a.diffusion;
+  if (a.max_new_tokens_given) r.diffusion.max_new_tokens = a.sampling.max_new_tokens;
+  if (has_key(j, "max_new_tokens")) {
+    r.options.max_new_tokens = get_count(j, "max_new_tokens", where);
+    r.diffusion.max_new_tokens = r.options.max_new_tokens;  // block diffusion reads this one
+  }
   if (has_key(j, "temperature")) r.options.temperature = static_cast<float>(get_number(j, "temperature", where));
   if (has_key(j, "top_k")) r.options.top_k = get_count(j, "top_k", where);
   if (has_key(j, "top_p")) r.options.top_p = static_cast<float>(get_number(j, "top_p", where));
@@ -209,9 +222,45 @@ void run_canvas_logits(Engine& engine, const GenerateArgs& a) {
   }
 }
 
+// One text in, its continuation streamed to the output as it is produced.
+void run_prompt(Engine& engine, const GenerateArgs& a) {
+  std::string text = *a.prompt;
+  if (!a.raw) {
+    text::ChatTemplate tmpl = text::ChatTemplate::from_folder(a.engine.model);
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    messages.push_back({{"role", "user"}, {"content", *a.prompt}});
+    text = tmpl.render(messages, true);
+  }
+  TokenizeOptions t;
+  t.add_special_tokens = a.raw;  // a rendered template wrote its special tokens itself
+  t.limit_length = false;
+  GenerationRequest r;
+  r.input_ids = engine.tokenize_with(text, t).ids;
+  r.options = a.sampling;
+  r.diffusion = a.diffusion;
+  if (a.max_new_tokens_given) r.diffusion.max_new_tokens = a.sampling.max_new_tokens;
+  OutputSink out(a.output);
+  const std::vector<GenerationResult> results =
+      engine.generate({r}, [&](std::size_t, int32_t, const std::string& piece) {
+        out.buffer() += piece;
+        out.flush();
+      });
+  out.buffer() += '\n';
+  out.flush();
+  if (a.details) {
+    const GenerationResult& g = results.front();
+    std::fprintf(stderr, "%zu prompt tokens, %zu new tokens (%s), first block / token after %.1f ms, then %.1f ms\n",
+                 r.input_ids.size(), g.tokens.size(), finish_reason_name(g.finish), g.prefill_ms, g.decode_ms);
+  }
+}
+
 void run_generate(const GenerateArgs& a) {
   auto engine = load_engine(a.engine);
   if (a.output_kind == "canvas-logits") return run_canvas_logits(*engine, a);
+  if (a.prompt) {
+    if (!engine->info().capabilities.generate) throw UsageError(a.engine.model + " is not a generating model");
+    return run_prompt(*engine, a);
+  }
   const ModelInfo& info = engine->info();
   if (!info.capabilities.generate) throw UsageError(a.engine.model + " is not a generating model");
   LineReader in(a.input);
@@ -288,7 +337,26 @@ Command add_generate_command(CLI::App& app) {
                   "The guard looks at the last this many tokens (0 = the whole sequence)")
       ->capture_default_str();
   cmd->add_flag("--details", a->details, "Add finish_reason, prompt_tokens and timings to each output line");
-  return {cmd, [a]() { run_generate(*a); }};
+  cmd->add_option("--prompt", a->prompt,
+                  "Generate from this text (the folder's chat template around it unless --raw), streaming the output");
+  cmd->add_flag("--raw", a->raw, "With --prompt: the text as the model's whole input, no chat template");
+  // Block-diffusion models (DiffusionGemma): the folder's generation_config.json unless given.
+  cmd->add_option("--max-denoising-steps", a->diffusion.max_denoising_steps,
+                  "Block diffusion: denoising steps per canvas at most");
+  cmd->add_option("--t-min", a->diffusion.t_min, "Block diffusion: the temperature at the last step");
+  cmd->add_option("--t-max", a->diffusion.t_max, "Block diffusion: the temperature at the first step");
+  cmd->add_option("--entropy-bound", a->diffusion.entropy_bound,
+                  "Block diffusion: the entropy budget of the positions accepted per step");
+  cmd->add_option("--stability-threshold", a->diffusion.stability_threshold,
+                  "Block diffusion: argmax canvases that must repeat before a block may stop early");
+  cmd->add_option("--confidence-threshold", a->diffusion.confidence_threshold,
+                  "Block diffusion: the mean entropy under which a stable block stops early");
+  cmd->add_flag("--no-early-stop", a->diffusion.no_early_stop, "Block diffusion: run every denoising step");
+  CLI::Option* max_new = cmd->get_option("--max-new-tokens");
+  return {cmd, [a, max_new]() {
+            a->max_new_tokens_given = max_new->count() > 0;
+            run_generate(*a);
+          }};
 }
 
 }  // namespace il::cli

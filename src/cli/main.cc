@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {add_embed_command(app), add_rerank_command(app),
                                          add_tokenize_command(app), add_info_command(app),
                                          add_bench_command(app), add_serve_command(app),
-                                         add_generate_command(app), add_bench_generate_command(app),
+                                         add_generate_command(app), add_bench_generate_command(app), add_bench_diffusion_command(app),
                                          add_ocr_command(app)};
   try {
     try {
