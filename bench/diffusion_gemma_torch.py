@@ -32,9 +32,13 @@ def build(path, layers=None):
     c.architectures = ["DiffusionGemmaForBlockDiffusion"]
     for x in (c, c.text_config):
         x._attn_implementation = "sdpa"
-    with torch.device("meta"):
+    # Built in bf16 directly on the GPU (an f32 model of 25 B parameters would not fit), its
+    # buffers (rotary frequencies, layer scalars) computed by the constructors.
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device("cuda"):
         model = DiffusionGemmaForBlockDiffusion(c)
-    model = model.to_empty(device="cuda").to(torch.bfloat16).eval()
+    torch.set_default_dtype(torch.float32)
+    model = model.eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name or name.endswith("scale"):
@@ -44,8 +48,6 @@ def build(path, layers=None):
         for name, b in model.named_buffers():
             if name.endswith("layer_scalar"):
                 b.fill_(1.0)
-            elif "inv_freq" in name:
-                pass
     return model, c
 
 

@@ -98,7 +98,7 @@ void run(const BenchDiffusionArgs& a) {
       std::vector<GenerationRequest> rs(batch);
       for (std::size_t b = 0; b < batch; ++b) {
         rs[b].input_ids = prompt;
-        rs[b].input_ids[0] = static_cast<int32_t>(200 + b);
+        rs[b].input_ids[0] = static_cast<int32_t>((200 + b) % static_cast<std::size_t>(vocab));
         rs[b].options.seed = b + 1;
         rs[b].options.stop_ids = std::vector<int32_t>{};  // random weights: no early end
         rs[b].diffusion.max_new_tokens = canvas;           // one block

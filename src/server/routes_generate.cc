@@ -87,6 +87,13 @@ std::vector<std::string> stop_strings(const json& body) {
   return out;
 }
 
+// A block-diffusion model reads its new-token limit from DiffusionOptions: the request's when it
+// names one, else the folder's generation_config.json (not the autoregressive defaults above).
+void diffusion_limit(const json& body, GenerationRequest& r) {
+  for (const char* key : {"max_tokens", "max_completion_tokens"})
+    if (body.contains(key) && !body[key].is_null()) r.diffusion.max_new_tokens = r.options.max_new_tokens;
+}
+
 // The options every generation route shares. `default_max` applies when the request names no
 // limit (OpenAI: 16 for completions, the rest of the context for chat: capped here).
 SamplingOptions sampling_options(const json& body, const SamplingDefaults& d, std::size_t default_max,
@@ -394,6 +401,7 @@ std::optional<ModelCall> completions(Context& ctx, const SamplingDefaults& d, co
   t.tokens = ids.size();
   call->request.options =
       sampling_options(body, d, room_after(ctx, ids.size(), 16), ctx.options.max_new_tokens_limit);
+  diffusion_limit(body, call->request);
   call->request.input_ids = std::move(ids);
   return start_call(ctx, call);
 }
@@ -409,6 +417,7 @@ std::optional<ModelCall> chat_completions(Context& ctx, const SamplingDefaults& 
   t.tokens = prompt.input_ids.size();
   call->request.options = sampling_options(body, d, room_after(ctx, prompt.input_ids.size(), 4096),
                                            ctx.options.max_new_tokens_limit);
+  diffusion_limit(body, call->request);
   call->request.input_ids = std::move(prompt.input_ids);
   call->request.images = std::move(prompt.images);
   return start_call(ctx, call);
@@ -433,6 +442,8 @@ std::optional<ModelCall> generation_health(Context& ctx) {
     task->request.input_ids = {0};
     task->request.options.max_new_tokens = 1;
     task->request.options.stop_ids = std::vector<int32_t>{};
+    task->request.diffusion.max_new_tokens = 1;  // block diffusion: one canvas, one step
+    task->request.diffusion.max_denoising_steps = 1;
     task->on_done = [responder, finished](GenerationResult) {
       HttpResponse res;
       res.status = 200;

@@ -6,12 +6,17 @@
 // softcapped tied head.
 // - f32: logits within 2e-3 of transformers (the gate), CUDA graphs forced; a whole
 //   seeded generation gives the CPU engine's tokens.
-// - bf16: cosine ≥ 0.999 per canvas row to transformers' f32 logits (the gate).
+// - bf16: per canvas row, cosine to transformers' f32 logits at least transformers' own bf16's
+//   minus 0.01. The gate of 0.999 cannot hold on this fixture: its weights are scaled to
+//   make every path count (embeddings N(0, 1), norms 1 ± 0.3, two experts of six), and
+//   transformers' own bf16 forward (DiffusionGemmaForBlockDiffusion.from_pretrained(dtype=
+//   torch.bfloat16), SDPA, the H200, 2026-12-02) reaches only the cosines of kTorchBf16 below.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -69,6 +74,11 @@ double min_row_cosine(const Matrix& a, const Matrix& b) {
   return worst;
 }
 
+// transformers 5.17's bf16 forward against its f32 one on this fixture: the worst row cosine of
+// each case, without and with self-conditioning (tools/oracle/diffusion_gemma_bf16_check.py, measured 2026-12-02).
+const std::map<std::string, std::pair<double, double>> kTorchBf16 = {
+    {"prompt15", {0.996550, 0.961931}}, {"prompt3", {0.960455, 0.990409}}, {"prompt15_then_8", {0.888980, 0.968823}}};
+
 void check_against_transformers(const std::string& dtype) {
   auto e = load("cuda:0", dtype);
   for (const auto& c : expected().at("forward_cases")) {
@@ -81,8 +91,12 @@ void check_against_transformers(const std::string& dtype) {
       const double err = max_abs(got, want), cos = min_row_cosine(got, want);
       std::printf("[diffusion-gemma cuda %s] %s%s: logits max-abs %.3g, min row cosine %.6f\n", dtype.c_str(),
                   name.c_str(), with_sc ? " +sc" : "", err, cos);
-      if (dtype == "f32") EXPECT_LE(err, 2e-3) << name << (with_sc ? " +sc" : "");
-      else EXPECT_GE(cos, 0.999) << name << (with_sc ? " +sc" : "");
+      if (dtype == "f32") {
+        EXPECT_LE(err, 2e-3) << name << (with_sc ? " +sc" : "");
+      } else {
+        const auto& t = kTorchBf16.at(name);
+        EXPECT_GE(cos, (with_sc ? t.second : t.first) - 0.01) << name << (with_sc ? " +sc" : "");
+      }
     }
   }
 }
@@ -93,7 +107,7 @@ TEST(DiffusionGemmaGpu, F32MatchesTransformers) {
   check_against_transformers("f32");
 }
 
-TEST(DiffusionGemmaGpu, Bf16CosineToTransformers) {
+TEST(DiffusionGemmaGpu, Bf16AsCloseAsTransformersOwnBf16) {
   IL_REQUIRE_GPU();
   check_against_transformers("bf16");
 }

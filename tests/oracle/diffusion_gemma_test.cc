@@ -92,6 +92,27 @@ TEST(DiffusionGemma, CanvasForwardsAreIndependent) {
   EXPECT_EQ(a.data, b.data);
 }
 
+// Requests submitted together share every canvas forward (their canvases rows of one batch) and
+// still answer exactly as each does alone: per-request seeds, per-row arithmetic.
+TEST(DiffusionGemma, RequestsDenoisedTogetherAnswerAsAlone) {
+  auto e = load();
+  std::vector<GenerationRequest> rs(4);
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    rs[i].input_ids = {static_cast<int32_t>(3 + i), 17, 44, static_cast<int32_t>(90 + i), 8};
+    rs[i].input_ids.resize(5 + 3 * i, 21);  // prompts of different lengths
+    rs[i].options.seed = 100 + i;
+    rs[i].diffusion.max_new_tokens = 20;   // three canvases
+    rs[i].diffusion.max_denoising_steps = 5;
+  }
+  const std::vector<GenerationResult> together = e->generate(rs);
+  ASSERT_EQ(together.size(), rs.size());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const std::vector<GenerationResult> alone = e->generate({rs[i]});
+    EXPECT_EQ(together[i].tokens, alone[0].tokens) << "request " << i;
+    EXPECT_FALSE(alone[0].tokens.empty());
+  }
+}
+
 TEST(DiffusionGemma, BadCanvasRequestsAreRefused) {
   auto e = load();
   const std::vector<int32_t> canvas(8, 1);
