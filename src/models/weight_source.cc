@@ -1,7 +1,10 @@
 #include "models/weight_source.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,10 +37,21 @@ void fill_random(const std::string& name, std::size_t n, Store store) {
   const bool is_weight = name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0;
   const float centre = is_norm && is_weight ? 1.0f : 0.0f;
   constexpr float kHalfWidth = 0.034641016f;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double u = static_cast<double>(mix(seed ^ (i * 0xd1b54a32d192ed03ull)) >> 11) * 0x1.0p-53;  // [0, 1)
-    store(i, centre + kHalfWidth * static_cast<float>(2.0 * u - 1.0));
-  }
+  const auto fill = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const double u = static_cast<double>(mix(seed ^ (i * 0xd1b54a32d192ed03ull)) >> 11) * 0x1.0p-53;  // [0, 1)
+      store(i, centre + kHalfWidth * static_cast<float>(2.0 * u - 1.0));
+    }
+  };
+  // Each value depends on (name, i) alone, so large tensors (a 26B model's expert stacks hold
+  // half a billion values each) are filled by every hardware thread with the same result.
+  const std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  if (n < (std::size_t{1} << 22) || threads == 1) return fill(0, n);
+  std::vector<std::thread> workers;
+  const std::size_t chunk = (n + threads - 1) / threads;
+  for (std::size_t t = 0; t < threads && t * chunk < n; ++t)
+    workers.emplace_back(fill, t * chunk, std::min(n, (t + 1) * chunk));
+  for (std::thread& w : workers) w.join();
 }
 
 }  // namespace

@@ -91,6 +91,10 @@ void cached_attention_cpu(const CachedAttentionArgs& a, ThreadPool& pool) {
         for (std::size_t d = 0; d < hd; ++d) acc[d] += p * vr[d];
       }
       float* o = out + t * a.out.ld + h * hd;
+      if (n == 0) {  // a window that holds no entry: zeros, as the CUDA kernels give
+        std::fill(o, o + hd, 0.0f);
+        continue;
+      }
       const float inv = 1.0f / sum;
       for (std::size_t d = 0; d < hd; ++d) o[d] = acc[d] * inv;
     }

@@ -122,20 +122,23 @@ bool DiffusionGenerator::denoise(Sequence& s, std::span<const float> raw) {
   t.step = s.n;
   t.canvas_in = s.canvas;
   t.temperature = st.t_min ? diffusion_temperature(s.n, N, *st.t_min, *st.t_max) : 1.0f;
-  // The processed logits (f32 division, as transformers), kept for self-conditioning.
+  // The processed logits (f32 division, as transformers), kept for self-conditioning; each row's
+  // entropy and argmax. Rows are independent: spread over the pool.
   s.sc.resize(C * V);
-  for (std::size_t i = 0; i < C * V; ++i) s.sc[i] = raw[i] / t.temperature;
-  std::vector<int32_t> sampled(C), noise(C);
-  s.draws->sample(s.sc, V, sampled);
   std::vector<float> entropies(C);
   t.argmax.resize(C);
+  pool_.parallel_for(C, 1, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      for (std::size_t j = r * V; j < (r + 1) * V; ++j) s.sc[j] = raw[j] / t.temperature;
+      const RowStats st = row_stats(std::span<const float>(s.sc).subspan(r * V, V));
+      entropies[r] = st.entropy;
+      t.argmax[r] = st.argmax;
+    }
+  });
   double total = 0.0;
-  for (std::size_t i = 0; i < C; ++i) {
-    const RowStats r = row_stats(std::span<const float>(s.sc).subspan(i * V, V));
-    entropies[i] = r.entropy;
-    t.argmax[i] = r.argmax;
-    total += r.entropy;
-  }
+  for (float h : entropies) total += h;
+  std::vector<int32_t> sampled(C), noise(C);
+  s.draws->sample(s.sc, V, sampled, pool_);
   t.accepted = accept_by_entropy(entropies, st.entropy_bound);
   s.draws->uniform_ids(noise, V);
   t.canvas_out.resize(C);

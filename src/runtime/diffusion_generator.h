@@ -109,6 +109,7 @@ class DiffusionGenerator {
   std::vector<float> logits_, sc_rows_;
   std::function<void(Id, const StepTrace&)> trace_;
   bool trace_logits_ = false;
+  ThreadPool pool_;  // the sampler's rows (a canvas's 256 rows of 262,144 logits at the released size)
 };
 
 }  // namespace il::runtime

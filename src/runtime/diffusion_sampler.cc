@@ -95,8 +95,13 @@ void SeededDraws::uniform_ids(std::span<int32_t> out, std::size_t vocab) {
   for (int32_t& id : out) id = static_cast<int32_t>((rng_() >> 32) * vocab >> 32);
 }
 
-void SeededDraws::sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out) {
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = inverse_cdf(logits.subspan(i * vocab, vocab), uniform());
+void SeededDraws::sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out,
+                         ThreadPool& pool) {
+  std::vector<double> u(out.size());
+  for (double& v : u) v = uniform();
+  pool.parallel_for(out.size(), 1, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) out[i] = inverse_cdf(logits.subspan(i * vocab, vocab), u[i]);
+  });
 }
 
 }  // namespace il::runtime

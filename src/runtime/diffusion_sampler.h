@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include "core/thread_pool.h"
+
 namespace il::runtime {
 
 // T(n) for step n of N (counting down N … 1), in transformers' arithmetic: n / N in f32, the
@@ -62,8 +64,9 @@ class DiffusionDraws {
  public:
   virtual ~DiffusionDraws() = default;
   virtual void uniform_ids(std::span<int32_t> out, std::size_t vocab) = 0;
-  // out[i] from the distribution softmax(logits row i) (rows of `vocab` values).
-  virtual void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out) = 0;
+  // out[i] from the distribution softmax(logits row i) (rows of `vocab` values); the rows may be
+  // spread over `pool` (the draws themselves are taken in row order).
+  virtual void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out, ThreadPool& pool) = 0;
 };
 
 // Our own draws, reproducible from the request's seed: a 64-bit Mersenne Twister; ids are the
@@ -72,7 +75,7 @@ class SeededDraws final : public DiffusionDraws {
  public:
   explicit SeededDraws(std::uint64_t seed) : rng_(seed) {}
   void uniform_ids(std::span<int32_t> out, std::size_t vocab) override;
-  void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out) override;
+  void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out, ThreadPool& pool) override;
 
  private:
   double uniform();

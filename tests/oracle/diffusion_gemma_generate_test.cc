@@ -43,7 +43,7 @@ class RecordedDraws final : public runtime::DiffusionDraws {
     ASSERT_EQ(v.size(), out.size());
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = v[i].get<int32_t>();
   }
-  void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out) override {
+  void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out, ThreadPool&) override {
     const nlohmann::json& d = next("multinomial");
     const auto& tokens = d.at("tokens");
     ASSERT_EQ(tokens.size(), out.size());
