@@ -82,7 +82,7 @@ void DiffusionRunner::encode(Cache& c, std::span<const int32_t> ids) {
 }
 
 void DiffusionRunner::canvas(const std::vector<Cache*>& seqs, std::span<const int32_t> canvases,
-                             std::span<const float> sc, std::vector<float>& logits) {
+                             std::span<const float> sc, std::vector<float>& logits, const std::string& program) {
   const std::size_t C = spec_.canvas_length, V = spec_.vocab, T = seqs.size() * C;
   check(canvases.size() == T, "canvas forward: ", canvases.size(), " ids for ", seqs.size(), " canvases of ", C);
   check(T <= max_tokens_, "canvas forward: ", seqs.size(), " canvases of ", C, " tokens exceed the batch of ",
@@ -115,7 +115,7 @@ void DiffusionRunner::canvas(const std::vector<Cache*>& seqs, std::span<const in
   } else {
     exec_.write(model_.plan.whole(spec_.sc_logits), sc.data(), T);
   }
-  exec_.run("canvas");
+  exec_.run(program);
   logits.resize(T * V);
   exec_.read(model_.plan.output("canvas_logits"), logits.data());
 }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "models/model.h"
@@ -53,8 +54,9 @@ class DiffusionRunner {
   // One denoising forward of each sequence's canvas (canvas_length ids each, at positions
   // committed … committed + C − 1), with self-conditioning rows `sc` ([Σ C, vocab], −inf rows
   // for none; empty: none for any). Returns the softcapped logits, [Σ C, vocab] row-major.
+  // `program`: "canvas", or a prefix of it a test added to the plan (its logits are then stale).
   void canvas(const std::vector<Cache*>& seqs, std::span<const int32_t> canvases, std::span<const float> sc,
-              std::vector<float>& logits);
+              std::vector<float>& logits, const std::string& program = "canvas");
 
   std::size_t canvas_length() const { return spec_.canvas_length; }
   std::size_t vocab() const { return spec_.vocab; }
