@@ -333,6 +333,26 @@ def ocr2_case(hf, d, name, g, global_side, n_tiles):
 
 
 @torch.no_grad()
+def text_case(hf, name, ids):
+    """A prompt without images: the decoder alone (greedy by recomputing, as for the image cases)."""
+    lm = hf.model.language_model
+    cur = torch.tensor([ids])
+    toks, steps = [], []
+    for _ in range(NEW_TOKENS):
+        last = hf.lm_head(lm(input_ids=cur, use_cache=False).last_hidden_state)[0, -1]
+        steps.append(last)
+        t = int(torch.argmax(last))
+        toks.append(t)
+        cur = torch.cat([cur, torch.tensor([[t]])], dim=1)
+    direct = hf(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1]
+    diff = float((steps[0] - direct).abs().max())
+    expect(diff < 1e-4, f"{name}: model forward vs language model path differ by {diff}")
+    print(f"ocr2 text case {name}: prompt {len(ids)}, greedy {toks}", flush=True)
+    return dict(name=name, input_ids=ids, last_logits=flist(steps[0].numpy()), greedy=toks,
+                step_logits=[flist(x.numpy()) for x in steps])
+
+
+@torch.no_grad()
 def build_ocr2(out):
     from safetensors.torch import load_file
     from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2ForConditionalGeneration
@@ -382,7 +402,9 @@ def build_ocr2(out):
                     generation=dict(new_tokens=NEW_TOKENS,
                                     note="greedy = argmax of the last position, whole sequence recomputed each "
                                          "step, no EOS stop; generated ids equal to the image id are text"),
-                    cases=records)
+                    cases=records,
+                    text_cases=[text_case(hf, "text", [BOS] + PROMPT_TEXT),
+                                text_case(hf, "text_long", [BOS] + [(7 * i + 3) % 290 + 5 for i in range(37)])])
     write_json(d / "expected.json", expected)
     with open(d / "inputs.jsonl", "w", encoding="utf-8") as f:
         for inp in inputs:
