@@ -18,6 +18,10 @@ struct PatchImage {
   std::vector<float> rows;
   std::size_t patch_dim = 0;
   std::array<int, 3> grid_thw{};
+  // DeepSeek-OCR pages: `rows` holds square views back to back (the tiles, then the global view),
+  // one patch row per patch, row-major in each view; their sides in patches. Empty for other
+  // models (grid_thw describes the image).
+  std::vector<int> view_sides;
 };
 
 // How the next token is picked from the logits, in transformers' order: repetition penalty, the

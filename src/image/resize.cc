@@ -329,4 +329,62 @@ RgbImage resize_torch_uint8(const RgbImage& image, std::size_t width, std::size_
                    [&](std::size_t in, std::size_t out) { return torch_taps(in, out, kernel); });
 }
 
+namespace {
+
+// One axis of a float resize: `outer` blocks, each of in_len positions along the axis holding
+// `inner` contiguous values, to out_len positions; sums in double.
+void float_pass(const float* in, std::size_t in_len, float* out, std::size_t out_len, std::size_t outer,
+                std::size_t inner, const AxisWeights& a) {
+  for (std::size_t b = 0; b < outer; ++b) {
+    const float* src = in + b * in_len * inner;
+    float* dst = out + b * out_len * inner;
+    for (std::size_t o = 0; o < out_len; ++o) {
+      const double* w = &a.w[o * a.ksize];
+      for (std::size_t c = 0; c < inner; ++c) {
+        double acc = 0.0;
+        for (std::size_t t = 0; t < a.count[o]; ++t) acc += w[t] * src[(a.first[o] + t) * inner + c];
+        dst[o * inner + c] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<float> resize_float_aa(const float* in, std::size_t in_h, std::size_t in_w, std::size_t channels,
+                                   std::size_t out_h, std::size_t out_w, ResampleFilter filter) {
+  check(in_h > 0 && in_w > 0 && out_h > 0 && out_w > 0 && channels > 0, "resize: empty table (", in_h, "x", in_w, "x",
+        channels, " to ", out_h, "x", out_w, ")");
+  Kernel kernel{};
+  switch (filter) {
+    case ResampleFilter::bilinear: kernel = {torch_linear, 1.0}; break;
+    case ResampleFilter::bicubic: kernel = {torch_cubic, 2.0}; break;
+    default: throw make_error("resize: antialiased float resizing is bilinear or bicubic only, not ", filter_name(filter));
+  }
+  std::vector<float> mid(in_h * out_w * channels);
+  if (in_w == out_w)
+    mid.assign(in, in + in_h * in_w * channels);
+  else
+    float_pass(in, in_w, mid.data(), out_w, in_h, channels, axis_weights(in_w, out_w, kernel));
+  if (in_h == out_h) return mid;
+  std::vector<float> out(out_h * out_w * channels);
+  float_pass(mid.data(), in_h, out.data(), out_h, 1, out_w * channels, axis_weights(in_h, out_h, kernel));
+  return out;
+}
+
+std::vector<float> resize_rows_linear(const float* in, std::size_t rows, std::size_t channels, std::size_t out_rows) {
+  check(rows > 0 && out_rows > 0 && channels > 0, "resize: empty table");
+  std::vector<float> out(out_rows * channels);
+  // ATen's area_pixel_compute_source_index and guard_index_and_lambda, in float as there.
+  const float scale = static_cast<float>(rows) / static_cast<float>(out_rows);
+  for (std::size_t o = 0; o < out_rows; ++o) {
+    const float src = std::max(scale * (static_cast<float>(o) + 0.5f) - 0.5f, 0.0f);
+    const std::size_t i0 = std::min(static_cast<std::size_t>(src), rows - 1);
+    const std::size_t i1 = i0 + (i0 < rows - 1 ? 1 : 0);
+    const float l1 = std::clamp(src - static_cast<float>(i0), 0.0f, 1.0f), l0 = 1.0f - l1;
+    for (std::size_t c = 0; c < channels; ++c) out[o * channels + c] = l0 * in[i0 * channels + c] + l1 * in[i1 * channels + c];
+  }
+  return out;
+}
+
 }  // namespace il::image

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "image/rgb_image.h"
 
@@ -35,5 +36,19 @@ RgbImage resize_pillow(const RgbImage& image, std::size_t width, std::size_t hei
 // antialias=True) on the CPU. Bilinear and bicubic only (what the uint8 kernels cover); other
 // filters throw il::Error. Same size: returned unchanged, as torchvision does.
 RgbImage resize_torch_uint8(const RgbImage& image, std::size_t width, std::size_t height, ResampleFilter filter);
+
+// torch.nn.functional.interpolate(x, size, mode="bilinear" | "bicubic", align_corners=False,
+// antialias=True) of a float tensor: the taps of resize_torch_uint8, unrounded, the width pass
+// first (as ATen's separable kernel). Here `in` is height × width × channels (channels
+// innermost: a position table of grid rows), and so is the result. Resizing a learned position
+// table to another grid (SAM's, CLIP's) is what it is for. Same size: a copy.
+std::vector<float> resize_float_aa(const float* in, std::size_t in_h, std::size_t in_w, std::size_t channels,
+                                   std::size_t out_h, std::size_t out_w, ResampleFilter filter);
+
+// interpolate(x, size, mode="linear", align_corners=False) along the rows of a [rows, channels]
+// table (no antialiasing, as the default): row o reads rows ⌊s⌋ and ⌊s⌋ + 1 of the input at
+// s = max((o + 0.5) · rows / out_rows − 0.5, 0). SAM's relative position tables resized to
+// 2 · grid − 1 rows.
+std::vector<float> resize_rows_linear(const float* in, std::size_t rows, std::size_t channels, std::size_t out_rows);
 
 }  // namespace il::image

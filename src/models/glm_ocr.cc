@@ -110,28 +110,8 @@ Decoder build_decoder(BuiltModel& m, const GlmOcrConfig& cfg, const WeightSource
                  plan.whole(cur), plan.whole(normed), plan.whole(cur)));
   }
 
-  // "prefill": the same steps; the image rows after the embedding; attention among the batch's
-  // tokens, causal per sequence (a prompt's cache holds exactly its own tokens).
-  const std::vector<plan::Step> decode = plan.program("decode");
-  for (const plan::Step& step : decode) {
-    if (const auto* ca = std::get_if<plan::CachedAttentionStep>(&step.op)) {
-      plan::AttentionStep a;
-      a.q = ca->q;
-      a.k = k;
-      a.v = v;
-      a.heads = heads;
-      a.kv_heads = kv_heads;
-      a.head_dim = hd;
-      a.scale = scale;
-      a.mask = ops::MaskMode::kCausal;
-      a.out = ca->out;
-      plan.add_step("prefill", step.name, a);
-    } else {
-      plan.add_step("prefill", step.name, step.op);
-    }
-    if (step.name == "embeddings" && g.image_rows >= 0)
-      plan.add_step("prefill", "image_rows", plan::InjectRowsStep{plan.whole(g.image_rows), plan.whole(cur)});
-  }
+  // "prefill": the same steps, the image rows injected after the embedding.
+  add_prefill_program(plan, "decode", "prefill", k, v, g.image_rows, plan.whole(cur));
   plan.set_output("hidden", plan.whole(normed));
   return {normed};
 }

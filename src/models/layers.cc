@@ -169,11 +169,38 @@ void for_each_view(plan::StepOp& op, F&& f) {
                  [&](plan::MoeStep& s) { f(s.x), f(s.ids), f(s.weights), f(s.out); },
                  [&](plan::SoftmaxStep& s) { f(s.x), f(s.out); },
                  [&](plan::SoftcapStep& s) { f(s.x), f(s.out); },
+                 [&](plan::SamAttentionStep& s) { f(s.qkv), f(s.out); },
+                 [&](plan::GatherRowsStep& s) { f(s.src), f(s.out); },
              },
              op);
 }
 
 }  // namespace
+
+void add_prefill_program(plan::Plan& plan, const std::string& from, const std::string& to, plan::View k, plan::View v,
+                         plan::BufferId image_rows, plan::View embedded) {
+  const std::vector<plan::Step> steps = plan.program(from);
+  for (const plan::Step& step : steps) {
+    if (const auto* ca = std::get_if<plan::CachedAttentionStep>(&step.op)) {
+      check(ca->window == 0, "prefill ", step.name, ": a sliding-window cached attention has no prefill form here");
+      plan::AttentionStep a;
+      a.q = ca->q;
+      a.k = k;
+      a.v = v;
+      a.heads = ca->heads;
+      a.kv_heads = ca->kv_heads;
+      a.head_dim = ca->head_dim;
+      a.scale = ca->scale;
+      a.mask = ops::MaskMode::kCausal;
+      a.out = ca->out;
+      plan.add_step(to, step.name, a);
+    } else {
+      plan.add_step(to, step.name, step.op);
+    }
+    if (step.name == "embeddings" && image_rows >= 0)
+      plan.add_step(to, "image_rows", plan::InjectRowsStep{plan.whole(image_rows), embedded});
+  }
+}
 
 std::vector<BufferId> add_selected_program(plan::Plan& plan, const std::string& from, const std::string& to,
                                            plan::QueryRows which) {

@@ -102,6 +102,15 @@ struct GluMlpNames {
 void glu_mlp(Layers& l, const std::string& prefix, const GluMlpNames& names, int64_t hidden, int64_t intermediate,
              Activation act, Bias bias, plan::View x, plan::View gate_up, plan::View inner, plan::View out);
 
+// A generating model's "prefill" (program `to`) from its "decode" (program `from`): the same
+// steps, each attention over the KV cache replaced by the attention among the batch's own tokens,
+// causal per sequence (a prompt's cache holds exactly its own tokens, so the flash kernels serve
+// it), reading keys and values from `k` and `v` (every layer's: one scratch buffer). With
+// image_rows ≥ 0, the rows of that buffer are injected into `embedded` at the image tokens
+// right after the step named "embeddings".
+void add_prefill_program(plan::Plan& plan, const std::string& from, const std::string& to, plan::View k, plan::View v,
+                         plan::BufferId image_rows, plan::View embedded);
+
 // "Run the last layer for selected rows only". Appends program `to`: program `from` up to its last
 // attention step as is; from there, the steps for one row per sequence (its first or its last
 // token, `which`): that attention computes those query rows only (keys and values are still every

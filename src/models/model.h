@@ -67,6 +67,27 @@ struct PromptPositions {
   int32_t delta = 0;
 };
 
+// DeepSeek-OCR's vision over square views (models/deepseek_ocr_vision.h; runtime/view_vision.h
+// drives it). A page is views of patch rows (its tiles, then its global view); the programs run
+// in turn, each on its own batch: "sam" (one token per patch, a sequence per view: SAM's blocks
+// and neck into the persistent `neck` rows), "sam_down1" and "sam_down2" (one token per output
+// position of a stride-2 3 × 3 convolution, gathered from the previous rows: `down1`, `down2`),
+// "encoder" (a sequence per view: the view's `down2` rows, then its learned queries; output
+// `rows`, one per token, projected to the decoder's width). The page's rows for the decoder are
+// each view's query rows, tiles first, then the global view's, then `separator`.
+struct ViewVisionSpec {
+  std::size_t patch = 0;                  // pixels per patch side (patch rows: 3 · patch² values)
+  std::vector<std::size_t> sides;         // view sides in patches the plan holds tables for
+  std::vector<std::size_t> position_rows; // per side: its first row in the position table
+  plan::BufferId neck = -1, down1 = -1, down2 = -1;  // persistent
+  std::size_t neck_cols = 0, down1_cols = 0, down2_cols = 0;
+  plan::View rows;                        // "encoder"'s output rows (decoder width)
+  // The learned queries a view of P down2 rows takes: `small` of them (table rows 0 ..) when
+  // P ≤ small_max_patches, else `large` (table rows small ..).
+  std::size_t queries_small = 0, queries_large = 0, small_max_patches = 0;
+  std::vector<float> separator;           // the row after a page's views
+};
+
 struct GenerationSpec {
   // Persistent KV cache buffers, one per layer (keys in the first half of the columns, values in
   // the second); the runtime gives them their rows (plan::Plan::set_fixed_rows) before building
@@ -101,6 +122,7 @@ struct GenerationSpec {
       ocr_prompt;
   std::size_t max_positions = 0;  // the trained context (prompt + new tokens)
   std::vector<std::string> notes;  // what the loader left out and why (info)
+  std::optional<ViewVisionSpec> views;  // DeepSeek-OCR: the vision programs over square views
 };
 
 // A block-diffusion model (DiffusionGemma; runtime/diffusion_generator.h drives it). Programs:

@@ -8,6 +8,7 @@
 #include "models/modernbert.h"
 #include "models/nomic_bert.h"
 #include "models/deberta.h"
+#include "models/deepseek_ocr.h"
 #include "models/diffusion_gemma.h"
 #include "models/glm_ocr.h"
 #include "models/qwen3.h"
@@ -52,8 +53,11 @@ const std::vector<Architecture>& architectures() {
       {"glm_ocr", {"glm_ocr"}, "OCR: page images to text (GLM-OCR)", check_glm_ocr_config, build_glm_ocr_folder,
        build_glm_ocr_random},
       {"diffusion_gemma", {"diffusion_gemma"},
-       "DiffusionGemma: block-diffusion text generation (canvas logits so far; the sampler loop is in progress)",
-       check_diffusion_gemma_config, build_diffusion_gemma_folder, build_diffusion_gemma_random},
+       "DiffusionGemma: block-diffusion text generation", check_diffusion_gemma_config, build_diffusion_gemma_folder,
+       build_diffusion_gemma_random},
+      {"deepseek_ocr2", {"deepseek_ocr2"},
+       "DeepSeek-OCR-2: page images to text (CPU so far: its vision has no CUDA kernels yet)",
+       check_deepseek_ocr_config, build_deepseek_ocr_folder, build_deepseek_ocr_random},
   };
   return table;
 }

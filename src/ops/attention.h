@@ -33,6 +33,10 @@ struct AttentionArgs {
   // Optional, one per sequence: only the sequence's first key_limits[s] keys are read by any of
   // its rows (plan::Batch::key_limits; on CUDA, AttentionCudaArgs::key_limits, the flash kernel).
   const int32_t* key_limits = nullptr;
+  // Optional, one per sequence, with kCausal: every row also sees the sequence's first
+  // causal_prefix[s] keys (a prefix-LM mask: DeepSeek-OCR-2's encoder, bidirectional over the
+  // image patches, causal over the queries after them). CPU only so far.
+  const int32_t* causal_prefix = nullptr;
 };
 
 // The checks that need no look at seq_starts, which the CUDA launchers cannot read (it lives on

@@ -24,6 +24,8 @@ void key_range(const AttentionArgs& a, std::size_t seq, std::size_t i, std::size
                std::size_t& hi) {
   lo = 0;
   hi = a.mask == MaskMode::kCausal ? i + 1 : len;
+  if (a.mask == MaskMode::kCausal && a.causal_prefix)
+    hi = std::max(hi, std::min(len, static_cast<std::size_t>(std::max<int32_t>(a.causal_prefix[seq], 0))));
   if (a.key_limits) hi = std::min(hi, static_cast<std::size_t>(std::max<int32_t>(a.key_limits[seq], 0)));
   if (a.window > 0) {
     const std::size_t half = a.window / 2;

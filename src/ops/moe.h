@@ -18,7 +18,8 @@ namespace il::ops {
 
 // Per token r: logits = x[r] · wᵀ (f32), p = softmax(logits), the top_k experts by p in
 // descending order (ties: the lower index first), weights[r, j] = p[e_j] / Σ_j p[e_j] ·
-// expert_scale[e_j]; ids[r, j] = e_j.
+// expert_scale[e_j] · scale; ids[r, j] = e_j. Without renormalize the division by Σ_j p[e_j] is
+// left out (DeepSeek-V2's greedy router keeps the chosen softmax probabilities as they are).
 struct RouterArgs {
   ConstTensorView x;                     // [rows, cols]
   const float* w = nullptr;              // [experts, cols], f32
@@ -28,6 +29,8 @@ struct RouterArgs {
   float* weights = nullptr;              // [rows, ld_weights ≥ top_k]
   std::size_t ld_weights = 0;
   std::size_t rows = 0, cols = 0, experts = 0, top_k = 0;
+  bool renormalize = true;
+  float scale = 1.0f;                    // every weight's factor (routed_scaling_factor)
 };
 
 // out[r] = Σ_j weights[r, j] · down[e] · (act(g) ⊙ u), [g | u] = gate_up[e] · x[r] (g the first

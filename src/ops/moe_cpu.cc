@@ -53,10 +53,11 @@ void router_cpu(const RouterArgs& a, ThreadPool& pool) {
                         [&](std::size_t i, std::size_t j) { return p[i] > p[j] || (p[i] == p[j] && i < j); });
       float chosen = 0.0f;
       for (std::size_t j = 0; j < a.top_k; ++j) chosen += p[order[j]];
+      if (!a.renormalize) chosen = 1.0f;
       for (std::size_t j = 0; j < a.top_k; ++j) {
         const std::size_t e = order[j];
         a.ids[r * a.ld_ids + j] = static_cast<int32_t>(e);
-        a.weights[r * a.ld_weights + j] = p[e] / chosen * (a.expert_scale ? a.expert_scale[e] : 1.0f);
+        a.weights[r * a.ld_weights + j] = p[e] / chosen * (a.expert_scale ? a.expert_scale[e] : 1.0f) * a.scale;
       }
     }
   });

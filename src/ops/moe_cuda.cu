@@ -3,7 +3,8 @@
 // captured in a CUDA graph and replayed with other routing:
 //
 //   router_cuda   per token: logits over the experts (f32), softmax, top-k (ties: the lower
-//                 index, as the CPU op), renormalised, times the per-expert scale.
+//                 index, as the CPU op), renormalised unless asked not to, times the per-expert
+//                 scale and the common scale.
 //   moe_cuda      1. sort: one block counts the (token, slot) pairs per expert and takes prefix
 //                    sums (row offsets, and row-tile offsets of kTileM rows); then one block an
 //                    expert places that expert's pairs in pair order (a stable counting sort:
@@ -133,11 +134,12 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(RouterArgs a, co
     chosen += bp;  // every lane holds the same bp: the sum in slot order, as the CPU op
     __syncwarp();
   }
+  if (!a.renormalize) chosen = 1.0f;
   if (lane == 0) {
     for (std::size_t j = 0; j < a.top_k; ++j) {
       const int e = a.ids[r * a.ld_ids + j];
       float& w = a.weights[r * a.ld_weights + j];
-      w = w / chosen * (a.expert_scale ? a.expert_scale[e] : 1.0f);
+      w = w / chosen * (a.expert_scale ? a.expert_scale[e] : 1.0f) * a.scale;
     }
   }
 }

@@ -112,6 +112,20 @@ Operands operands(const StepOp& op) {
                    o.reads = {s.x};
                    o.writes = {s.out};
                  },
+                 [&](const SamAttentionStep& s) {
+                   o.reads = {s.qkv};
+                   o.writes = {s.out};
+                   // f32 in every mode, read whole by the kernel.
+                   weight(s.qkv_bias, WeightRole::kNorm, s.qkv);
+                   for (const SamRelTable& t : s.tables) {
+                     weight(t.h, WeightRole::kNorm, s.qkv);
+                     weight(t.w, WeightRole::kNorm, s.qkv);
+                   }
+                 },
+                 [&](const GatherRowsStep& s) {
+                   o.reads = {s.src};
+                   o.writes = {s.out};
+                 },
              },
              op);
   return o;

@@ -104,13 +104,14 @@ void Plan::add_step(const std::string& program, std::string name, StepOp op) {
   // Steps that index rows by token or sequence (embeddings, positions, attention, pooling) have
   // no meaning yet on rows that belong to no batch; the row-wise ones run over rows(x).
   // The KV cache steps address persistent rows through the batch's cache rows and pages, and
-  // InjectRowsStep reads a persistent source by row index: both are defined on any rows.
+  // InjectRowsStep and GatherRowsStep read a persistent source by row index: both are defined on
+  // any rows.
   const bool row_wise = std::holds_alternative<GemmStep>(op) || std::holds_alternative<LayerNormStep>(op) ||
                         std::holds_alternative<GluStep>(op) || std::holds_alternative<L2Step>(op) ||
                         std::holds_alternative<KvWriteStep>(op) || std::holds_alternative<CachedAttentionStep>(op) ||
                         std::holds_alternative<InjectRowsStep>(op) || std::holds_alternative<RouterStep>(op) ||
                         std::holds_alternative<MoeStep>(op) || std::holds_alternative<SoftmaxStep>(op) ||
-                        std::holds_alternative<SoftcapStep>(op);
+                        std::holds_alternative<SoftcapStep>(op) || std::holds_alternative<GatherRowsStep>(op);
   const Operands o = operands(op);
   for (const auto* views : {&o.reads, &o.writes})
     for (const View& v : *views) {
@@ -226,6 +227,10 @@ void check_batch(const Batch& batch, std::size_t max_tokens) {
   for (std::size_t s = 0; s < batch.key_limits.size(); ++s)
     check(batch.key_limits[s] >= 1, "batch: key limit ", batch.key_limits[s], " of sequence ", s,
           " hides every key");
+  check(batch.causal_prefix.empty() || batch.causal_prefix.size() == b, "batch: ", batch.causal_prefix.size(),
+        " causal prefixes for ", b, " sequences");
+  check(batch.gather.empty() || (t > 0 && batch.gather.size() % t == 0), "batch: ", batch.gather.size(),
+        " gather indices are not whole rows of ", t, " tokens");
   check(batch.patches.empty() || (batch.patch_dim > 0 && batch.patches.size() == t * batch.patch_dim), "batch: ",
         batch.patches.size(), " patch values for ", t, " tokens of ", batch.patch_dim);
   check_generation_fields(batch);

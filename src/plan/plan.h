@@ -288,6 +288,8 @@ struct RouterStep {
   WeightId w = kNoWeight, expert_scale = kNoWeight;
   std::size_t experts = 0, top_k = 0;
   View ids, weights;
+  bool renormalize = true;  // the chosen probabilities divided by their sum (ops::RouterArgs)
+  float scale = 1.0f;
 };
 struct MoeStep {
   View x;
@@ -311,9 +313,36 @@ struct SoftcapStep {
   View out;
 };
 
+// SAM's attention (ops/sam_attention.h) over the batch's sequences, each one square view: qkv
+// holds q | k | v (heads · head_dim each), the padding positions of a windowed view take the qkv
+// bias as their q | k | v; global (window 0) or in window × window tiles. The relative position
+// tables ([2S − 1, head_dim], f32) are per side S (the window, or a view's side): the step holds
+// one pair for each side it can meet, resized on the host when the plan is built.
+struct SamRelTable {
+  std::size_t side = 0;
+  WeightId h = kNoWeight, w = kNoWeight;
+};
+struct SamAttentionStep {
+  View qkv;
+  WeightId qkv_bias = kNoWeight;
+  std::size_t heads = 0, head_dim = 0, window = 0;
+  std::vector<SamRelTable> tables;
+  float scale = 1.0f;
+  View out;
+};
+// Rows gathered side by side, the im2col of a convolution: part t (src.cols columns) of out row
+// r is src row Batch::gather[r · taps + t], or zeros where that is −1. out has taps · src.cols
+// columns and the batch's token rows; src may be a persistent buffer (another program's output).
+struct GatherRowsStep {
+  View src;
+  std::size_t taps = 0;
+  View out;
+};
+
 using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step,
                             DisentangledAttentionStep, ShortConvStep, PatchEmbedStep, ProbeAttentionStep, KvWriteStep,
-                            CachedAttentionStep, InjectRowsStep, RouterStep, MoeStep, SoftmaxStep, SoftcapStep>;
+                            CachedAttentionStep, InjectRowsStep, RouterStep, MoeStep, SoftmaxStep, SoftcapStep,
+                            SamAttentionStep, GatherRowsStep>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"
@@ -405,6 +434,11 @@ struct Batch {
   std::size_t kv_page_size = 0;
   // InjectRowsStep: empty, or one per token: the source row it takes, or -1 to keep its own.
   std::vector<int32_t> inject_rows;
+  // Empty, or GatherRowsStep's source rows: taps per token row (−1: a zero part).
+  std::vector<int32_t> gather;
+  // Empty, or one per sequence: under a causal AttentionStep, every row of sequence s also sees
+  // its first causal_prefix[s] keys (ops::AttentionArgs::causal_prefix).
+  std::vector<int32_t> causal_prefix;
   // Or the same patch rows as bytes (runtime::make_image_batch from compact ImageInputs; patches
   // then empty): image_bytes holds each sequence's image, image_rows × image_cols pixels of
   // image_channels interleaved bytes (the part the patch grid covers, rows and cols multiples of

@@ -31,6 +31,8 @@ const char* op_name(const StepOp& op) {
                         [](const MoeStep&) { return "moe"; },
                         [](const SoftmaxStep&) { return "softmax"; },
                         [](const SoftcapStep&) { return "softcap"; },
+                        [](const SamAttentionStep&) { return "sam_attention"; },
+                        [](const GatherRowsStep&) { return "gather_rows"; },
                     },
                     op);
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "runtime/glm_ocr_vision_batch.h"
+#include "runtime/view_vision.h"
 
 namespace il::runtime {
 namespace {
@@ -28,6 +29,9 @@ KvCacheLayout size_kv_cache(models::BuiltModel& model, std::size_t tokens, std::
   if (model.generation->image_rows >= 0)
     model.plan.set_fixed_rows(model.generation->image_rows,
                               ceil_div(max_batch_tokens, model.generation->image_row_divisor));
+  // View vision (DeepSeek-OCR): each stage's rows, for the largest batch of views.
+  if (const auto& v = model.generation->views)
+    for (plan::BufferId b : {v->neck, v->down1, v->down2}) model.plan.set_fixed_rows(b, max_batch_tokens);
   return layout;
 }
 
@@ -60,6 +64,17 @@ void Generator::validate(const GenerationRequest& r) const {
   check(pages_needed(r) <= layout_.pages, "a prompt of ", r.input_ids.size(), " tokens and max_new_tokens ",
         r.options.max_new_tokens, " need ", pages_needed(r) * layout_.page_size, " KV cache entries; the cache holds ",
         layout_.pages * layout_.page_size);
+  if (spec_.views) {
+    // Each page fills one run of image placeholders with its views' query rows and a separator.
+    std::size_t rows = 0, placeholders = 0;
+    for (std::size_t i = 0; i < r.images.size(); ++i) rows += view_page_rows(*spec_.views, r.images[i], max_tokens_);
+    for (int32_t id : r.input_ids) placeholders += id == spec_.image_token ? 1 : 0;
+    check(rows == placeholders, "the prompt holds ", placeholders, " image placeholders (id ", spec_.image_token,
+          ") but its ", r.images.size(), " image(s) give ", rows, " rows");
+    check(rows <= max_tokens_, "the prompt's images give ", rows, " rows, more than one batch of ", max_tokens_,
+          " tokens");
+    return;
+  }
   std::size_t patches = 0;
   for (std::size_t i = 0; i < r.images.size(); ++i) {
     const PatchImage& im = r.images[i];
@@ -133,6 +148,15 @@ std::vector<Generator::Sequence*> Generator::admit() {
 }
 
 void Generator::run_vision(const std::vector<const PatchImage*>& images) {
+  if (spec_.views) {
+    // The pages' rows back to back into the image buffer, in the order the prompts list them.
+    const ViewVisionResult r = run_view_vision(*spec_.views, exec_, images);
+    std::vector<float> all;
+    for (const Matrix& m : r.pages) all.insert(all.end(), m.data.begin(), m.data.end());
+    const plan::View view = model_.plan.whole(spec_.image_rows);
+    exec_.write(view, all.data(), all.size() / view.cols);
+    return;
+  }
   // The images' patch rows back to back, one sequence per frame, (h, w) rotary positions.
   std::vector<float> rows;
   std::vector<std::array<int, 3>> grids;
@@ -351,6 +375,11 @@ std::vector<std::vector<float>> Generator::prompt_logits(const std::vector<Gener
 
 std::vector<Matrix> Generator::vision_rows(const std::vector<PatchImage>& images) {
   check(spec_.image_rows >= 0, "this model takes no images");
+  if (spec_.views) {
+    std::vector<const PatchImage*> pages;
+    for (const PatchImage& im : images) pages.push_back(&im);
+    return run_view_vision(*spec_.views, exec_, pages).pages;
+  }
   std::vector<Matrix> out;
   const plan::View view = model_.plan.whole(spec_.image_rows);
   std::vector<float> all;

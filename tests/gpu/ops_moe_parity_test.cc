@@ -60,10 +60,13 @@ float grid_value(std::mt19937& rng) {
 struct RouterCase {
   std::size_t rows, cols, experts, top_k, x_pad;
   bool scale;
+  bool renormalize = true;  // false: DeepSeek-V2's router (the chosen probabilities as they are)
+  float routed_scale = 1.0f;
 };
 
 std::ostream& operator<<(std::ostream& os, const RouterCase& c) {
-  return os << c.rows << " rows, " << c.cols << " cols, " << c.experts << " experts, top-" << c.top_k;
+  return os << c.rows << " rows, " << c.cols << " cols, " << c.experts << " experts, top-" << c.top_k
+            << (c.renormalize ? "" : ", not renormalised") << ", scale " << c.routed_scale;
 }
 
 // Whether row x's logits (exact, in double) keep the top_k + 1 largest 1e-3 apart.
@@ -121,6 +124,8 @@ TEST_P(RouterParity, MatchesCpu) {
   a.cols = c.cols;
   a.experts = c.experts;
   a.top_k = c.top_k;
+  a.renormalize = c.renormalize;
+  a.scale = c.routed_scale;
   ops::router_cuda(a, nullptr);
   IL_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<int32_t> got_ids = dids.download();
@@ -161,7 +166,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RouterParity,
                                                               RouterCase{133, 100, 128, 8, 5, true},
                                                               RouterCase{133, 2816, 128, 8, 0, true},
                                                               RouterCase{1000, 2816, 128, 8, 0, true},
-                                                              RouterCase{9, 1100, 1000, 3, 1, true})));
+                                                              RouterCase{9, 1100, 1000, 3, 1, true},
+                                                              RouterCase{5, 48, 8, 3, 2, false, false, 2.5f},
+                                                              RouterCase{64, 1280, 64, 6, 0, false, false, 1.0f})));
 
 // ---------------------------------------------------------------------------------------------
 // Experts

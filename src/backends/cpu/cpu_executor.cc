@@ -21,6 +21,8 @@
 #include "ops/kv_cache.h"
 #include "ops/logits.h"
 #include "ops/moe.h"
+#include "ops/gather_rows.h"
+#include "ops/sam_attention.h"
 #include "ops/probe_attention.h"
 #include "plan/operands.h"
 #include "plan/overloaded.h"
@@ -244,6 +246,7 @@ void CpuExecutor::execute(const plan::Step& step) {
                                     ptr(op.out), ld(op.out), starts, nseq, op.heads, op.kv_heads,
                                     op.head_dim, op.scale, op.mask, op.window};
             if (!batch_.key_limits.empty()) args.key_limits = batch_.key_limits.data();
+            if (!batch_.causal_prefix.empty()) args.causal_prefix = batch_.causal_prefix.data();
             switch (op.queries) {
               case plan::QueryRows::kAll: return ops::attention_cpu(args, pool_);
               case plan::QueryRows::kFirst: return ops::attention_first_cpu(args, pool_);
@@ -393,6 +396,8 @@ void CpuExecutor::execute(const plan::Step& step) {
             a.cols = op.x.cols;
             a.experts = op.experts;
             a.top_k = op.top_k;
+            a.renormalize = op.renormalize;
+            a.scale = op.scale;
             check(op.ids.cols >= op.top_k && op.weights.cols >= op.top_k, "router ", step.name, ": outputs narrower than top_k ",
                   op.top_k);
             ops::router_cpu(a, pool_);
@@ -426,6 +431,49 @@ void CpuExecutor::execute(const plan::Step& step) {
             check(op.x.cols == op.out.cols, "softcap ", step.name, ": ", op.x.cols, " columns in, ", op.out.cols, " out");
             ops::softcap_cpu({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.cap},
                              pool_);
+          },
+          [&](const plan::SamAttentionStep& op) {
+            check(op.qkv.cols == 3 * op.heads * op.head_dim && op.out.cols == op.heads * op.head_dim, "sam_attention ",
+                  step.name, ": qkv of ", op.qkv.cols, " columns and out of ", op.out.cols, " for ", op.heads,
+                  " heads of ", op.head_dim);
+            // Each view (sequence) reads the tables of its side: the window's, or its own when global.
+            const std::size_t views = batch_.num_seqs();
+            std::vector<const float*> rel_h(views), rel_w(views);
+            for (std::size_t v = 0; v < views; ++v) {
+              const std::size_t n = static_cast<std::size_t>(starts[v + 1] - starts[v]);
+              const std::size_t side = op.window ? op.window : (n ? ops::sam_view_side(n, "sam_attention") : 0);
+              const auto t = std::find_if(op.tables.begin(), op.tables.end(),
+                                          [&](const plan::SamRelTable& x) { return x.side == side; });
+              check(n == 0 || t != op.tables.end(), "sam_attention ", step.name, ": no relative position table for ",
+                    op.window ? "windows" : "a view", " of side ", side);
+              if (n == 0) continue;
+              rel_h[v] = weight_f32(t->h);
+              rel_w[v] = weight_f32(t->w);
+            }
+            ops::SamAttentionArgs a;
+            a.qkv = ptr(op.qkv);
+            a.ld_qkv = ld(op.qkv);
+            a.qkv_bias = weight_f32(op.qkv_bias);
+            a.out = ptr(op.out);
+            a.ldo = ld(op.out);
+            a.view_starts = starts;
+            a.views = views;
+            a.heads = op.heads;
+            a.head_dim = op.head_dim;
+            a.window = op.window;
+            a.rel_h = rel_h.data();
+            a.rel_w = rel_w.data();
+            a.scale = op.scale;
+            ops::sam_attention_cpu(a, pool_);
+          },
+          [&](const plan::GatherRowsStep& op) {
+            check(op.out.cols == op.taps * op.src.cols, "gather_rows ", step.name, ": ", op.taps, " parts of ",
+                  op.src.cols, " columns into ", op.out.cols);
+            const std::size_t n = batch_.num_tokens();
+            check(batch_.gather.size() == n * op.taps, "gather_rows ", step.name, ": the batch has ",
+                  batch_.gather.size(), " gather indices for ", n, " rows of ", op.taps, " parts");
+            check_cache_rows(step.name, op.src, batch_.gather);
+            ops::gather_rows_cpu({tensor(op.src), tensor(op.out), batch_.gather.data(), n, op.taps, op.src.cols}, pool_);
           },
       },
       step.op);

@@ -244,6 +244,8 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.cols = op.x.cols;
             a.experts = op.experts;
             a.top_k = op.top_k;
+            a.renormalize = op.renormalize;
+            a.scale = op.scale;
             ops::router_cuda(a, stream_);
           },
           [&](const plan::MoeStep& op) {
@@ -287,6 +289,13 @@ void CudaExecutor::execute(const plan::Step& step) {
             check(op.x.cols == op.out.cols, "softcap ", step.name, ": ", op.x.cols, " columns in, ", op.out.cols, " out");
             ops::softcap_cuda({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.cap},
                               stream_);
+          },
+          [&](const plan::SamAttentionStep&) {
+            throw make_error("sam_attention ", step.name, ": DeepSeek-OCR's SAM attention has no CUDA kernel yet (issue "
+                             "#26); run this model on the CPU");
+          },
+          [&](const plan::GatherRowsStep&) {
+            throw make_error("gather_rows ", step.name, ": no CUDA kernel yet (issue #26); run this model on the CPU");
           },
       },
       step.op);

@@ -285,6 +285,8 @@ void CudaExecutor::release() noexcept {
 
 void CudaExecutor::set_batch(const plan::Batch& batch) {
   plan::check_batch(batch, max_tokens_);  // sequence rows and the id staging hold max_tokens rows
+  check(batch.causal_prefix.empty() && batch.gather.empty(), "cuda executor: prefix-causal attention and row gathers "
+        "(DeepSeek-OCR's vision) have no CUDA kernels yet (issue #26); run this model on the CPU");
   std::size_t longest = 0;
   for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
     longest = std::max<std::size_t>(longest, static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]));

@@ -1,0 +1,212 @@
+#include "runtime/view_vision.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace il::runtime {
+namespace {
+
+// A 3 × 3 convolution of stride 2 and padding 1 over a side of s: ⌊(s − 1) / 2⌋ + 1 outputs.
+std::size_t halved(std::size_t s) { return (s - 1) / 2 + 1; }
+
+std::size_t side_index(const models::ViewVisionSpec& v, std::size_t side, const std::string& what) {
+  const auto it = std::find(v.sides.begin(), v.sides.end(), side);
+  if (it == v.sides.end()) {
+    std::string sides;
+    for (std::size_t s : v.sides) sides += (sides.empty() ? "" : ", ") + std::to_string(s * v.patch);
+    throw make_error(what, ": a view of ", side * v.patch, " pixels; this model's tables cover views of ", sides,
+                     " pixels");
+  }
+  return static_cast<std::size_t>(it - v.sides.begin());
+}
+
+struct ViewRef {
+  const float* rows = nullptr;  // its patch rows
+  std::size_t side = 0, patches2 = 0, queries = 0, query_row = 0;
+};
+
+std::size_t queries_for(const models::ViewVisionSpec& v, std::size_t patches) {
+  return patches <= v.small_max_patches ? v.queries_small : v.queries_large;
+}
+
+// The taps of a 3 × 3 convolution (padding 1, `stride`) over a view of side s_in whose rows
+// start at `in0`, for an output of side s_out: 9 source rows per output position, −1 outside.
+void add_conv_taps(std::vector<int32_t>& gather, std::size_t in0, std::size_t s_in, std::size_t s_out,
+                   std::size_t stride) {
+  for (std::size_t oy = 0; oy < s_out; ++oy)
+    for (std::size_t ox = 0; ox < s_out; ++ox)
+      for (int ky = 0; ky < 3; ++ky)
+        for (int kx = 0; kx < 3; ++kx) {
+          const long y = static_cast<long>(oy * stride) + ky - 1, x = static_cast<long>(ox * stride) + kx - 1;
+          const bool in = y >= 0 && x >= 0 && y < static_cast<long>(s_in) && x < static_cast<long>(s_in);
+          gather.push_back(in ? static_cast<int32_t>(in0 + static_cast<std::size_t>(y) * s_in + static_cast<std::size_t>(x))
+                              : -1);
+        }
+}
+
+// The batch of one stage: a sequence per view of side_out², its taps into the previous rows.
+plan::Batch conv_batch(const std::vector<ViewRef>& views, std::size_t (*in_side)(const ViewRef&),
+                       std::size_t (*out_side)(const ViewRef&), std::size_t stride) {
+  plan::Batch b;
+  b.seq_starts.push_back(0);
+  std::size_t in0 = 0;
+  for (const ViewRef& v : views) {
+    const std::size_t si = in_side(v), so = out_side(v);
+    add_conv_taps(b.gather, in0, si, so, stride);
+    in0 += si * si;
+    b.tokens.insert(b.tokens.end(), so * so, 0);
+    b.seq_starts.push_back(static_cast<int32_t>(b.tokens.size()));
+  }
+  return b;
+}
+
+std::size_t side0(const ViewRef& v) { return v.side; }
+std::size_t side1(const ViewRef& v) { return halved(v.side); }
+std::size_t side2(const ViewRef& v) { return halved(halved(v.side)); }
+
+}  // namespace
+
+void check_view_page(const models::ViewVisionSpec& v, const PatchImage& page, std::size_t max_tokens,
+                     const std::string& what) {
+  check(!page.view_sides.empty(), what, ": no views (this model reads pages as square views)");
+  check(page.patch_dim == 3 * v.patch * v.patch, what, ": patch rows of ", page.patch_dim, " values; the model takes ",
+        3 * v.patch * v.patch, " (patches of ", v.patch, " pixels)");
+  std::size_t patches = 0;
+  for (std::size_t i = 0; i < page.view_sides.size(); ++i) {
+    const std::string w = what + " view " + std::to_string(i);
+    check(page.view_sides[i] > 0, w, ": side ", page.view_sides[i], " is not positive");
+    const std::size_t s = static_cast<std::size_t>(page.view_sides[i]);
+    (void)side_index(v, s, w);
+    const std::size_t p2 = side2({nullptr, s}) * side2({nullptr, s});
+    check(s * s <= max_tokens && p2 + queries_for(v, p2) <= max_tokens, w, ": ", s * s,
+          " patches do not fit one batch of ", max_tokens, " tokens");
+    patches += s * s;
+  }
+  check(page.rows.size() == patches * page.patch_dim, what, ": ", page.rows.size(), " values for views of ", patches,
+        " patches of ", page.patch_dim);
+  for (std::size_t k = 0; k < page.rows.size(); ++k)
+    check(std::isfinite(page.rows[k]), what, ": pixel value ", k, " is not finite");
+}
+
+std::size_t view_page_rows(const models::ViewVisionSpec& v, const PatchImage& page, std::size_t max_tokens) {
+  check_view_page(v, page, max_tokens, "image");
+  std::size_t rows = 1;  // the separator
+  for (int s : page.view_sides) {
+    const std::size_t p = side2({nullptr, static_cast<std::size_t>(s)});
+    rows += queries_for(v, p * p);
+  }
+  return rows;
+}
+
+ViewVisionResult run_view_vision(const models::ViewVisionSpec& v, plan::Executor& exec,
+                                 const std::vector<const PatchImage*>& pages, bool keep_sam) {
+  const std::size_t max_tokens = exec.max_tokens();
+  const std::size_t patch_dim = 3 * v.patch * v.patch;
+  // Every view of every page, in order; its query rows land in its page's matrix.
+  std::vector<ViewRef> views;
+  std::vector<std::size_t> page_of;
+  ViewVisionResult out;
+  for (std::size_t p = 0; p < pages.size(); ++p) {
+    const PatchImage& page = *pages[p];
+    check_view_page(v, page, max_tokens, "image " + std::to_string(p));
+    const float* rows = page.rows.data();
+    std::size_t row = 0;
+    for (int s : page.view_sides) {
+      ViewRef r;
+      r.rows = rows;
+      r.side = static_cast<std::size_t>(s);
+      const std::size_t s2 = side2(r);
+      r.patches2 = s2 * s2;
+      r.queries = queries_for(v, r.patches2);
+      r.query_row = r.patches2 <= v.small_max_patches ? 0 : v.queries_small;
+      rows += r.side * r.side * patch_dim;
+      views.push_back(r);
+      page_of.push_back(p);
+      row += r.queries;
+    }
+    out.pages.emplace_back(row + 1, v.rows.cols);
+  }
+  std::vector<std::size_t> page_row(pages.size(), 0);
+  std::vector<float> buf;
+  for (std::size_t first = 0; first < views.size();) {
+    // A group of views whose SAM tokens and encoder tokens fit one batch.
+    std::size_t last = first, sam_tokens = 0, enc_tokens = 0;
+    while (last < views.size()) {
+      const ViewRef& r = views[last];
+      const std::size_t st = r.side * r.side, et = r.patches2 + r.queries;
+      if (last > first && (sam_tokens + st > max_tokens || enc_tokens + et > max_tokens)) break;
+      sam_tokens += st;
+      enc_tokens += et;
+      ++last;
+    }
+    const std::vector<ViewRef> group(views.begin() + static_cast<std::ptrdiff_t>(first),
+                                     views.begin() + static_cast<std::ptrdiff_t>(last));
+
+    // "sam": a token per patch, positions into the side's block of the position table.
+    plan::Batch sam = conv_batch(group, side0, side0, 1);
+    sam.patch_dim = patch_dim;
+    for (const ViewRef& r : group) {
+      const std::size_t base = v.position_rows[side_index(v, r.side, "view")];
+      for (std::size_t i = 0; i < r.side * r.side; ++i) sam.positions.push_back(static_cast<int32_t>(base + i));
+      sam.patches.insert(sam.patches.end(), r.rows, r.rows + r.side * r.side * patch_dim);
+    }
+    exec.set_batch(sam);
+    exec.run("sam");
+    exec.set_batch(conv_batch(group, side0, side1, 2));
+    exec.run("sam_down1");
+    exec.set_batch(conv_batch(group, side1, side2, 2));
+    exec.run("sam_down2");
+    if (keep_sam) {
+      buf.resize(max_tokens * v.down2_cols);
+      exec.read(plan::View{v.down2, 0, v.down2_cols}, buf.data());
+      std::size_t row = 0;
+      for (const ViewRef& r : group) {
+        Matrix m(r.patches2, v.down2_cols);
+        std::copy_n(buf.begin() + static_cast<std::ptrdiff_t>(row * v.down2_cols), m.data.size(), m.data.begin());
+        row += r.patches2;
+        out.sam.push_back(std::move(m));
+      }
+    }
+
+    // "encoder": per view its SAM rows (injected), then its queries (embedding rows).
+    plan::Batch enc;
+    enc.seq_starts.push_back(0);
+    std::size_t sam_row = 0;
+    for (const ViewRef& r : group) {
+      for (std::size_t i = 0; i < r.patches2; ++i) {
+        enc.tokens.push_back(0);
+        enc.inject_rows.push_back(static_cast<int32_t>(sam_row + i));
+      }
+      for (std::size_t q = 0; q < r.queries; ++q) {
+        enc.tokens.push_back(static_cast<int32_t>(r.query_row + q));
+        enc.inject_rows.push_back(-1);
+      }
+      for (std::size_t i = 0; i < r.patches2 + r.queries; ++i) enc.positions.push_back(static_cast<int32_t>(i));
+      enc.causal_prefix.push_back(static_cast<int32_t>(r.patches2));
+      sam_row += r.patches2;
+      enc.seq_starts.push_back(static_cast<int32_t>(enc.tokens.size()));
+    }
+    exec.set_batch(enc);
+    exec.run("encoder");
+    buf.resize(enc.tokens.size() * v.rows.cols);
+    exec.read(v.rows, buf.data());
+    std::size_t tok = 0;
+    for (std::size_t i = first; i < last; ++i) {
+      const ViewRef& r = views[i];
+      Matrix& m = out.pages[page_of[i]];
+      std::copy_n(buf.begin() + static_cast<std::ptrdiff_t>((tok + r.patches2) * v.rows.cols), r.queries * v.rows.cols,
+                  m.data.begin() + static_cast<std::ptrdiff_t>(page_row[page_of[i]] * v.rows.cols));
+      page_row[page_of[i]] += r.queries;
+      tok += r.patches2 + r.queries;
+    }
+    first = last;
+  }
+  for (std::size_t p = 0; p < pages.size(); ++p)
+    std::copy(v.separator.begin(), v.separator.end(),
+              out.pages[p].data.begin() + static_cast<std::ptrdiff_t>(page_row[p] * v.rows.cols));
+  return out;
+}
+
+}  // namespace il::runtime
