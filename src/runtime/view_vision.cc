@@ -66,7 +66,36 @@ std::size_t side0(const ViewRef& v) { return v.side; }
 std::size_t side1(const ViewRef& v) { return halved(v.side); }
 std::size_t side2(const ViewRef& v) { return halved(halved(v.side)); }
 
+// One CHW view of side `side` pixels as patch rows appended to `rows`.
+void append_patches(const float* chw, std::size_t side, std::size_t patch, std::vector<float>& rows) {
+  const std::size_t g = side / patch;
+  for (std::size_t py = 0; py < g; ++py)
+    for (std::size_t px = 0; px < g; ++px)
+      for (std::size_t c = 0; c < 3; ++c)
+        for (std::size_t y = 0; y < patch; ++y) {
+          const float* src = chw + (c * side + py * patch + y) * side + px * patch;
+          rows.insert(rows.end(), src, src + patch);
+        }
+}
+
 }  // namespace
+
+PatchImage make_view_page(const float* global, std::size_t global_side, const float* tiles, std::size_t tile_count,
+                          std::size_t tile_side, std::size_t patch) {
+  check(patch > 0 && global_side % patch == 0 && (tile_count == 0 || tile_side % patch == 0), "image: views of ",
+        global_side, " and ", tile_side, " pixels are not whole patches of ", patch);
+  PatchImage page;
+  page.patch_dim = 3 * patch * patch;
+  for (std::size_t t = 0; t < tile_count; ++t) {
+    append_patches(tiles + t * 3 * tile_side * tile_side, tile_side, patch, page.rows);
+    page.view_sides.push_back(static_cast<int>(tile_side / patch));
+  }
+  append_patches(global, global_side, patch, page.rows);
+  page.view_sides.push_back(static_cast<int>(global_side / patch));
+  const auto g = static_cast<int>(global_side / patch);
+  page.grid_thw = {1, g, g};
+  return page;
+}
 
 void check_view_page(const models::ViewVisionSpec& v, const PatchImage& page, std::size_t max_tokens,
                      const std::string& what) {

@@ -21,6 +21,12 @@ std::size_t view_page_rows(const models::ViewVisionSpec& v, const PatchImage& pa
 void check_view_page(const models::ViewVisionSpec& v, const PatchImage& page, std::size_t max_tokens,
                      const std::string& what);
 
+// A page from its processor's pixel values (CHW floats, normalised): `tiles` of tile_count
+// views of tile_side² pixels each (pixel_values_local), then the global view of global_side²
+// (pixel_values); cut into patches of `patch` pixels, each patch row in (channel, y, x) order.
+PatchImage make_view_page(const float* global, std::size_t global_side, const float* tiles, std::size_t tile_count,
+                          std::size_t tile_side, std::size_t patch);
+
 struct ViewVisionResult {
   std::vector<Matrix> pages;  // per page: its rows for the decoder
   std::vector<Matrix> sam;    // per view (pages in order, each page's views in order), when asked:

@@ -1,7 +1,9 @@
 // DeepSeek-OCR-2 against transformers 5.17 (tools/oracle/make_deepseek_ocr_fixtures.py, a tiny
 // random DeepseekOcr2ForConditionalGeneration saved by save_pretrained: the original checkpoint
-// names, one tensor per expert): the decoder on text-only prompts — the last position's logits
-// and 20 greedy tokens (transformers recomputing the whole sequence per step; ours through the
+// names, one tensor per expert). Pages: a view at the position table's size, one that needs the
+// tables resized (up), and a tiled page (tiles that need them resized down, windows padded): the
+// vision rows the decoder reads, the last position's logits and 20 greedy tokens; and the decoder
+// alone on text prompts (transformers recomputing the whole sequence per step; ours through the
 // KV cache). CPU, f32.
 #include <gtest/gtest.h>
 
@@ -14,6 +16,8 @@
 #include "core/error.h"
 #include "fixture.h"
 #include "inferencelayer/engine.h"
+#include "io/npy.h"
+#include "runtime/view_vision.h"
 
 namespace il::test {
 namespace {
@@ -41,11 +45,51 @@ std::vector<TextCase> text_cases() {
   return out;
 }
 
+struct PageCase {
+  std::string name;
+  std::vector<int32_t> input_ids, greedy;
+  PatchImage page;
+  io::NpyArray vision;
+  std::vector<float> last_logits;
+};
+
+std::vector<PageCase> page_cases() {
+  const std::filesystem::path dir = fixtures_root() / "deepseek-ocr2";
+  std::ifstream f(dir / "expected.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const std::size_t patch = j.at("geometry").at("sam").at("patch_size").get<std::size_t>();
+  const auto npy = [&](const nlohmann::json& ref) { return io::read_npy(dir / ref.at("npy").get<std::string>()); };
+  const auto floats = [](const io::NpyArray& a) { return std::vector<float>(a.values.begin(), a.values.end()); };
+  std::vector<PageCase> out;
+  for (const auto& c : j.at("cases")) {
+    PageCase p;
+    p.name = c.at("name").get<std::string>();
+    p.input_ids = c.at("input_ids").get<std::vector<int32_t>>();
+    p.greedy = c.at("greedy").get<std::vector<int32_t>>();
+    p.last_logits = c.at("last_logits").get<std::vector<float>>();
+    const io::NpyArray global = npy(c.at("pixel_values"));
+    std::vector<float> tiles;
+    std::size_t tile_count = 0, tile_side = 0;
+    if (c.contains("pixel_values_local")) {
+      const io::NpyArray local = npy(c.at("pixel_values_local"));
+      tiles = floats(local);
+      tile_count = static_cast<std::size_t>(local.shape.at(0));
+      tile_side = static_cast<std::size_t>(local.shape.at(3));
+    }
+    const std::vector<float> g = floats(global);
+    p.page = runtime::make_view_page(g.data(), static_cast<std::size_t>(global.shape.at(3)), tiles.data(), tile_count,
+                                     tile_side, patch);
+    p.vision = npy(c.at("vision"));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 std::unique_ptr<Engine> load() {
   EngineOptions o;
   o.device = "cpu";
   o.kv_page_size = 4;
-  o.kv_cache_tokens = 256;
+  o.kv_cache_tokens = 2048;
   return Engine::load(fixtures_root() / "deepseek-ocr2", o);
 }
 
@@ -98,14 +142,63 @@ TEST(DeepseekOcr2, DecoderGreedyTokensMatchTransformers) {
   }
 }
 
-TEST(DeepseekOcr2, RefusesImagesUntilItsVisionTowerExists) {
+TEST(DeepseekOcr2, VisionRowsMatchTransformers) {
   auto e = load();
-  GenerationRequest r = request(text_cases().at(0));
-  PatchImage im;
-  im.grid_thw = {1, 2, 2};
-  im.patch_dim = 4;
-  im.rows.assign(16, 0.0f);
-  r.images.push_back(im);
+  const std::vector<PageCase> cases = page_cases();
+  ASSERT_EQ(cases.size(), 3u);
+  for (const PageCase& c : cases) {
+    const std::vector<Matrix> rows = e->vision_rows({c.page});
+    ASSERT_EQ(rows.size(), 1u);
+    ASSERT_EQ(rows[0].data.size(), c.vision.size()) << c.name;
+    double err = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < c.vision.size(); ++i) {
+      err = std::max(err, std::abs(rows[0].data[i] - c.vision.values[i]));
+      scale = std::max(scale, std::abs(c.vision.values[i]));
+    }
+    std::printf("[deepseek-ocr2 cpu f32] %s: %zu vision rows max-abs %.3g (largest %.3g)\n", c.name.c_str(),
+                rows[0].rows, err, scale);
+    EXPECT_LE(err, 1e-4) << c.name;
+  }
+}
+
+TEST(DeepseekOcr2, PagesLastLogitsMatchTransformers) {
+  auto e = load();
+  const std::vector<PageCase> cases = page_cases();
+  std::vector<GenerationRequest> requests;
+  for (const PageCase& c : cases) {
+    GenerationRequest r;
+    r.input_ids = c.input_ids;
+    r.images = {c.page};
+    r.options.max_new_tokens = c.greedy.size();
+    r.options.stop_ids = std::vector<int32_t>{};
+    requests.push_back(std::move(r));
+  }
+  const Matrix logits = e->prompt_logits(requests);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    double err = 0.0;
+    for (std::size_t v = 0; v < logits.cols; ++v)
+      err = std::max(err, std::abs(static_cast<double>(logits.row(i)[v]) - cases[i].last_logits[v]));
+    std::printf("[deepseek-ocr2 cpu f32] %s: last logits max-abs %.3g\n", cases[i].name.c_str(), err);
+    EXPECT_LE(err, 1e-4) << cases[i].name;
+  }
+  // The three pages generated together: 20 greedy tokens each, as transformers'.
+  const std::vector<GenerationResult> got = e->generate(requests);
+  for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
+}
+
+TEST(DeepseekOcr2, RefusesPagesThatDoNotFitTheirPrompt) {
+  auto e = load();
+  const std::vector<PageCase> cases = page_cases();
+  GenerationRequest r;
+  r.input_ids = cases.at(0).input_ids;
+  r.options.max_new_tokens = 4;
+  r.images = {cases.at(2).page};  // the tiled page gives more rows than this prompt has placeholders
+  EXPECT_THROW(e->generate({r}), Error);
+  r.images = {cases.at(0).page};
+  r.images[0].view_sides = {7};  // a side the model has no tables for
+  EXPECT_THROW(e->generate({r}), Error);
+  r.images = {cases.at(0).page};
+  r.images[0].rows.pop_back();
   EXPECT_THROW(e->generate({r}), Error);
 }
 
