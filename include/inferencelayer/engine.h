@@ -236,6 +236,9 @@ class Engine {
   // The vision tower's output rows for images (what a multimodal prompt's image tokens take),
   // one matrix per image.
   virtual std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images);
+  // DeepSeek-OCR pages: SAM's output after its stride-2 convolutions, one matrix per view (each
+  // page's views in order: its tiles, then its global view), one row per position, row-major.
+  virtual std::vector<Matrix> sam_features(const std::vector<PatchImage>& pages);
   // The logits of each prompt's last position (one row of vocab values per request).
   virtual Matrix prompt_logits(const std::vector<GenerationRequest>& requests);
   // Block-diffusion models (DiffusionGemma): the prompt encoded into a fresh cache, then one

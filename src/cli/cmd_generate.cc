@@ -5,6 +5,12 @@
 // prints {"tokens": [...]} (the new tokens only; greedy unless the options or the line ask for
 // sampling); --output-kind vision prints {"vision": [[...]]} (the vision tower's rows for the
 // line's images), --output-kind logits {"logits": [...]} (the prompt's last position).
+// DeepSeek-OCR-2 pages take its processor's names instead, one page a line:
+//   {"input_ids": [...], "pixel_values": [[[[...]]]] (1 × 3 × S × S, the global view),
+//    "pixel_values_local": [...] (n × 3 × s × s, the tiles; optional), "num_local_patches": [n]}
+// and --output-kind sam prints {"sam": [[...] per view]} (SAM after its down-sampling
+// convolutions, NCHW, the tiles then the global view). Any array field may be given as
+// {"npy": "file.npy"}, relative to the input file.
 // Block-diffusion models (DiffusionGemma): --output-kind canvas-logits reads
 //   {"prompt_ids": [...], "canvas_ids": [...], "sc_logits": [[...] per canvas position]}
 // (sc_logits optional) and prints {"logits": [[...] per canvas position]}: the softcapped logits
@@ -13,6 +19,7 @@
 // as one user message unless --raw), streaming the text as it is produced (a block-diffusion
 // model: each committed canvas).
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -22,6 +29,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/jsonl_io.h"
+#include "runtime/view_vision.h"
 #include "core/error.h"
 #include "core/float_format.h"
 #include "io/json_util.h"
@@ -79,11 +87,79 @@ std::vector<std::vector<float>> patch_rows(const nlohmann::json& obj, std::strin
   return rows;
 }
 
-GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, const GenerateArgs& a) {
-  check_fields(j,
-               {"input_ids", "pixel_values", "image_grid_thw", "mm_token_type_ids", "attention_mask", "max_new_tokens",
-                "temperature", "top_k", "top_p", "seed", "repetition_penalty", "no_repeat_ngram_size", "stop_ids"},
-               where);
+// A nested array of numbers of `dims` dimensions: its shape and its values, row-major.
+std::pair<std::vector<std::size_t>, std::vector<float>> dense_array(const nlohmann::json& v, std::size_t dims,
+                                                                   std::string_view where, const std::string& key) {
+  std::vector<std::size_t> shape;
+  const nlohmann::json* p = &v;
+  for (std::size_t d = 0; d < dims; ++d) {
+    if (!p->is_array() || p->empty())
+      throw input_error(where, "\"" + key + "\" must be a " + std::to_string(dims) + "-dimensional array of numbers");
+    shape.push_back(p->size());
+    p = &p->front();
+  }
+  std::vector<float> values;
+  const std::function<void(const nlohmann::json&, std::size_t)> walk = [&](const nlohmann::json& x, std::size_t d) {
+    if (d == dims) {
+      if (!x.is_number()) throw input_error(where, "\"" + key + "\" holds " + io::describe_json(x));
+      const double f = x.get<double>();
+      if (!std::isfinite(f)) throw input_error(where, "\"" + key + "\" holds a value that is not finite");
+      values.push_back(static_cast<float>(f));
+      return;
+    }
+    if (!x.is_array() || x.size() != shape[d])
+      throw input_error(where, "\"" + key + "\" is not a dense array (its rows differ in length)");
+    for (const auto& y : x) walk(y, d + 1);
+  };
+  walk(v, 0);
+  return {shape, values};
+}
+
+// DeepSeek-OCR-2's processor outputs: pixel_values [1, 3, S, S] (the global view),
+// pixel_values_local [n, 3, s, s] (the tiles) with num_local_patches [n] — one page a line.
+PatchImage view_page(const nlohmann::json& j, std::string_view where, std::size_t patch) {
+  const auto [g_shape, global] = dense_array(j.at("pixel_values"), 4, where, "pixel_values");
+  if (g_shape[0] != 1 || g_shape[1] != 3 || g_shape[2] != g_shape[3])
+    throw input_error(where, "\"pixel_values\" must be [1, 3, S, S] (one page's global view)");
+  std::vector<float> tiles;
+  std::size_t count = 0, side = 0;
+  if (has_key(j, "pixel_values_local")) {
+    const auto [l_shape, local] = dense_array(j.at("pixel_values_local"), 4, where, "pixel_values_local");
+    if (l_shape[1] != 3 || l_shape[2] != l_shape[3])
+      throw input_error(where, "\"pixel_values_local\" must be [n, 3, s, s] (the page's tiles)");
+    tiles = local;
+    count = l_shape[0];
+    side = l_shape[2];
+  }
+  if (has_key(j, "num_local_patches")) {
+    const std::vector<int32_t> n = get_int_array(j, "num_local_patches", where);
+    if (n.size() != 1 || static_cast<std::size_t>(n[0]) != count)
+      throw input_error(where, "\"num_local_patches\" must be [" + std::to_string(count) +
+                                   "] (one page a line, as many tiles as pixel_values_local holds)");
+  } else if (count > 0) {
+    throw input_error(where, "give \"num_local_patches\" with \"pixel_values_local\"");
+  }
+  if (g_shape[2] % patch != 0 || (count > 0 && side % patch != 0))
+    throw input_error(where, "views of " + std::to_string(g_shape[2]) + " and " + std::to_string(side) +
+                                 " pixels are not whole patches of " + std::to_string(patch));
+  return runtime::make_view_page(global.data(), g_shape[2], tiles.data(), count, side, patch);
+}
+
+GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, const GenerateArgs& a,
+                             const ModelInfo& info) {
+  const bool views = info.layout == "deepseek-ocr2";
+  if (views)
+    check_fields(j,
+                 {"input_ids", "pixel_values", "pixel_values_local", "num_local_patches", "attention_mask",
+                  "max_new_tokens", "temperature", "top_k", "top_p", "seed", "repetition_penalty",
+                  "no_repeat_ngram_size", "stop_ids"},
+                 where);
+  else
+    check_fields(j,
+                 {"input_ids", "pixel_values", "image_grid_thw", "mm_token_type_ids", "attention_mask",
+                  "max_new_tokens", "temperature", "top_k", "top_p", "seed", "repetition_penalty",
+                  "no_repeat_ngram_size", "stop_ids"},
+                 where);
   GenerationRequest r;
   r.input_ids = get_int_array(j, "input_ids", where);
   r.options = a.sampling;
@@ -105,6 +181,11 @@ GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, co
     r.options.repetition_penalty = static_cast<float>(get_number(j, "repetition_penalty", where));
   if (has_key(j, "no_repeat_ngram_size")) r.options.no_repeat_ngram = get_count(j, "no_repeat_ngram_size", where);
   if (has_key(j, "stop_ids")) r.options.stop_ids = get_int_array(j, "stop_ids", where);
+  if (views) {
+    if (has_key(j, "pixel_values")) r.images.push_back(view_page(j, where, static_cast<std::size_t>(info.patch_size)));
+    else if (has_key(j, "pixel_values_local")) throw input_error(where, "\"pixel_values_local\" needs \"pixel_values\"");
+    return r;
+  }
   const bool has_pixels = has_key(j, "pixel_values"), has_grid = has_key(j, "image_grid_thw");
   if (has_pixels != has_grid) throw input_error(where, "give \"pixel_values\" and \"image_grid_thw\" together");
   if (has_pixels) {
@@ -145,6 +226,18 @@ void write_result(const GenerateArgs& a, const GenerationRequest& r, const Gener
     b += "{\"logits\":";
     append_floats(b, logits->row(row), logits->cols);
     b += '}';
+  } else if (a.output_kind == "sam") {
+    // NCHW per view: channel-major, then the view's rows and columns.
+    b += "{\"sam\":[";
+    for (std::size_t v = 0; v < vision->size(); ++v) {
+      const Matrix& m = (*vision)[v];
+      std::vector<float> nchw(m.data.size());
+      for (std::size_t p = 0; p < m.rows; ++p)
+        for (std::size_t c = 0; c < m.cols; ++c) nchw[c * m.rows + p] = m.data[p * m.cols + c];
+      if (v > 0) b += ',';
+      append_floats(b, nchw.data(), nchw.size());
+    }
+    b += "]}";
   } else if (a.output_kind == "vision") {
     b += "{\"vision\":[";
     bool first = true;
@@ -198,7 +291,8 @@ void run_canvas_logits(Engine& engine, const GenerateArgs& a) {
   while (in.next(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string w = "input line " + std::to_string(in.line_number());
-    const nlohmann::json j = parse_json_object(line, w);
+    nlohmann::json j = parse_json_object(line, w);
+    resolve_npy_fields(j, in, w);
     Matrix logits;
     try {
       check_fields(j, {"prompt_ids", "canvas_ids", "sc_logits"}, w);
@@ -277,8 +371,10 @@ void run_generate(const GenerateArgs& a) {
       for (std::size_t i = 0; i < chunk.size(); ++i) write_result(a, chunk[i], nullptr, &logits, i, nullptr, out);
     } else {
       for (std::size_t i = 0; i < chunk.size(); ++i) {
-        if (chunk[i].images.empty()) throw input_error(where[i], "--output-kind vision needs \"pixel_values\"");
-        const std::vector<Matrix> rows = engine->vision_rows(chunk[i].images);
+        if (chunk[i].images.empty())
+          throw input_error(where[i], "--output-kind " + a.output_kind + " needs \"pixel_values\"");
+        const std::vector<Matrix> rows =
+            a.output_kind == "sam" ? engine->sam_features(chunk[i].images) : engine->vision_rows(chunk[i].images);
         write_result(a, chunk[i], nullptr, nullptr, 0, &rows, out);
       }
     }
@@ -290,9 +386,10 @@ void run_generate(const GenerateArgs& a) {
   while (in.next(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string w = "input line " + std::to_string(in.line_number());
-    const nlohmann::json j = parse_json_object(line, w);
+    nlohmann::json j = parse_json_object(line, w);
+    resolve_npy_fields(j, in, w);
     try {
-      chunk.push_back(parse_line(j, w, a));
+      chunk.push_back(parse_line(j, w, a, info));
       engine->check_generation_request(chunk.back());
     } catch (const Error& e) {
       throw input_error(w, e.what());
@@ -316,9 +413,11 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--output-kind", a->output_kind,
                   "tokens: {\"tokens\": [...]} the new tokens; vision: {\"vision\": [[...]]} the vision tower's rows; "
                   "logits: {\"logits\": [...]} the prompt's last position; canvas-logits (block diffusion): "
-                  "{\"logits\": [[...]]} one denoising forward of a line's canvas_ids after its prompt_ids")
+                  "{\"logits\": [[...]]} one denoising forward of a line's canvas_ids after its prompt_ids; sam "
+                  "(DeepSeek-OCR): {\"sam\": [[...] per view]} SAM's output after its down-sampling convolutions, NCHW, "
+                  "the page's tiles then its global view. Any array field of a line may be {\"npy\": \"file.npy\"}")
       ->capture_default_str()
-      ->check(CLI::IsMember({"tokens", "vision", "logits", "canvas-logits"}));
+      ->check(CLI::IsMember({"tokens", "vision", "logits", "canvas-logits", "sam"}));
   cmd->add_option("--max-new-tokens", a->sampling.max_new_tokens, "New tokens at most (a line's max_new_tokens wins)")
       ->capture_default_str();
   cmd->add_option("--temperature", a->sampling.temperature, "0 = greedy; else sample at this temperature")

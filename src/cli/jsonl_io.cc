@@ -11,6 +11,7 @@
 #include "cli/cli_common.h"
 #include "core/error.h"
 #include "io/json_util.h"
+#include "io/npy.h"
 
 namespace il::cli {
 
@@ -89,6 +90,42 @@ void append_ints(std::string& out, const std::vector<int32_t>& values) {
 void append_json_string(std::string& out, std::string_view s) {
   // nlohmann's dump() does the escaping (and refuses invalid UTF-8 the same way everywhere).
   out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+// The values of `a` from element `first` on, nested by shape[dim ..].
+nlohmann::json nest(const io::NpyArray& a, std::size_t dim, std::size_t& next) {
+  if (dim == a.shape.size()) {
+    const double v = a.values[next++];
+    if (a.dtype[0] == 'i') return static_cast<long long>(v);
+    return v;
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (int64_t i = 0; i < a.shape[dim]; ++i) arr.push_back(nest(a, dim + 1, next));
+  return arr;
+}
+
+}  // namespace
+
+void resolve_npy_fields(nlohmann::json& obj, const LineReader& in, std::string_view where) {
+  const std::filesystem::path base =
+      in.path() == "-" ? std::filesystem::path(".") : std::filesystem::path(in.path()).parent_path();
+  for (auto& [key, value] : obj.items()) {
+    if (!value.is_object() || !value.contains("npy")) continue;
+    const auto& ref = value.at("npy");
+    if (value.size() != 1 || !ref.is_string())
+      throw input_error(where, "\"" + key + "\": an array from a file is {\"npy\": \"path.npy\"}, got " +
+                                   io::describe_json(value));
+    const std::filesystem::path file = base / ref.get<std::string>();
+    try {
+      const io::NpyArray a = io::read_npy(file);
+      std::size_t next = 0;
+      value = nest(a, 0, next);
+    } catch (const Error& e) {
+      throw input_error(where, "\"" + key + "\": " + e.what());
+    }
+  }
 }
 
 nlohmann::json parse_json_object(const std::string& line, std::string_view where) {

@@ -70,6 +70,12 @@ void append_json_string(std::string& out, std::string_view s);
 // Parses one line as a JSON object; anything else is an input error naming `where`.
 nlohmann::json parse_json_object(const std::string& line, std::string_view where);
 
+// Any top-level field given as {"npy": "file.npy"} (a NumPy array, float32 / float64 / int32 /
+// int64, C order; the path relative to the input file's folder, or to the working folder for
+// stdin) becomes the nested array it holds, so every array field of a JSON line may come from a
+// file: a 1024-pixel view is millions of values. Errors name the line, the field and the file.
+void resolve_npy_fields(nlohmann::json& obj, const LineReader& in, std::string_view where);
+
 // Refuses a key outside `accepted` with an input error naming the line and the key and listing
 // the accepted ones: a field we would not read (an attention_mask, a misspelt name) must not be
 // dropped silently, since the output would then not be what the user asked for.

@@ -89,6 +89,7 @@ bool RecordSource::next(InputRecord& record) {
   if (format_ == InputFormat::kJsonl) {
     record.is_json = true;
     record.json = parse_json_object(line, record.where);
+    resolve_npy_fields(record.json, *reader_, record.where);
     record.text.clear();
   } else {
     record.is_json = false;

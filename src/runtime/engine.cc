@@ -456,6 +456,9 @@ class LocalEngine final : public Engine {
     return r;
   }
 
+  std::vector<Matrix> sam_features(const std::vector<PatchImage>& pages) override {
+    return generator().sam_features(pages);
+  }
   std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images) override {
     return generator().vision_rows(images);
   }
@@ -782,6 +785,10 @@ GenerationRequest Engine::ocr_request(PatchImage, std::string_view) const {
 
 std::vector<Matrix> Engine::vision_rows(const std::vector<PatchImage>&) {
   throw Error("this model has no vision tower for generation");
+}
+
+std::vector<Matrix> Engine::sam_features(const std::vector<PatchImage>&) {
+  throw Error("this model has no SAM encoder (DeepSeek-OCR's)");
 }
 
 Matrix Engine::prompt_logits(const std::vector<GenerationRequest>&) {

@@ -416,4 +416,11 @@ std::vector<Matrix> Generator::vision_rows(const std::vector<PatchImage>& images
   return out;
 }
 
+std::vector<Matrix> Generator::sam_features(const std::vector<PatchImage>& pages) {
+  check(spec_.views.has_value(), "this model has no SAM encoder (DeepSeek-OCR's)");
+  std::vector<const PatchImage*> p;
+  for (const PatchImage& im : pages) p.push_back(&im);
+  return run_view_vision(*spec_.views, exec_, p, true).sam;
+}
+
 }  // namespace il::runtime

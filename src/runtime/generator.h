@@ -75,6 +75,8 @@ class Generator {
   std::vector<std::vector<float>> prompt_logits(const std::vector<GenerationRequest>& requests);
   // The vision program's rows for these images, one matrix per image.
   std::vector<Matrix> vision_rows(const std::vector<PatchImage>& images);
+  // View-vision models (DeepSeek-OCR): SAM's output per view (runtime/view_vision.h).
+  std::vector<Matrix> sam_features(const std::vector<PatchImage>& pages);
 
  private:
   struct Sequence {

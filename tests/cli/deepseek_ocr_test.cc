@@ -1,0 +1,112 @@
+// `inferencelayer generate` on a DeepSeek-OCR-2 folder (tests/fixtures/deepseek-ocr2, from
+// tools/oracle/make_deepseek_ocr_fixtures.py): the processor's names as the check form takes
+// them, the pixel arrays given as {"npy": ...} files next to the input file; the greedy tokens,
+// SAM's output (--output-kind sam) and the vision rows against transformers' recorded ones.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+#include "io/npy.h"
+
+namespace il::cli_test {
+namespace {
+
+nlohmann::json expected() {
+  std::ifstream f(fixture_dir("deepseek-ocr2") / "expected.json");
+  return nlohmann::json::parse(f);
+}
+
+std::vector<std::string> generate(const std::string& kind) {
+  ScratchDir dir;
+  const auto folder = fixture_dir("deepseek-ocr2");
+  const RunResult r = run_cli_bounded({"generate", "-m", folder.string(), "--device", "cpu", "-i",
+                                       (folder / "inputs.jsonl").string(), "--output-kind", kind, "--max-new-tokens",
+                                       "20"},
+                                      dir, {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.lines();
+}
+
+double max_abs(const nlohmann::json& got, const std::vector<double>& want, std::size_t offset = 0) {
+  double err = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    err = std::max(err, std::abs(got[i].get<double>() - want[offset + i]));
+  return err;
+}
+
+TEST(DeepseekOcr2Cli, GreedyTokensFromNpyInputsMatchTransformers) {
+  const nlohmann::json e = expected();
+  const auto lines = generate("tokens");
+  ASSERT_EQ(lines.size(), e.at("cases").size());
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(lines[i]).at("tokens"), e.at("cases")[i].at("greedy")) << "line " << i + 1;
+}
+
+// SAM after its stride-2 convolutions, NCHW per view: the tiles (sam_local), then the global view.
+TEST(DeepseekOcr2Cli, SamOutputMatchesTransformers) {
+  const nlohmann::json e = expected();
+  const auto dir = fixture_dir("deepseek-ocr2");
+  const auto lines = generate("sam");
+  ASSERT_EQ(lines.size(), e.at("cases").size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json& c = e.at("cases")[i];
+    const nlohmann::json views = nlohmann::json::parse(lines[i]).at("sam");
+    std::vector<io::NpyArray> want;
+    std::vector<std::size_t> per_view;
+    if (c.contains("sam_local")) {
+      want.push_back(io::read_npy(dir / c.at("sam_local").at("npy").get<std::string>()));
+      const auto& s = want.back().shape;
+      for (int64_t t = 0; t < s.at(0); ++t) per_view.push_back(static_cast<std::size_t>(s[1] * s[2] * s[3]));
+    }
+    want.push_back(io::read_npy(dir / c.at("sam").at("npy").get<std::string>()));
+    per_view.push_back(want.back().size());
+    ASSERT_EQ(views.size(), per_view.size()) << c.at("name");
+    std::size_t v = 0;
+    double err = 0.0;
+    for (const io::NpyArray& a : want)
+      for (std::size_t off = 0; off < a.size(); off += per_view[v], ++v) {
+        ASSERT_EQ(views[v].size(), per_view[v]);
+        err = std::max(err, max_abs(views[v], a.values, off));
+      }
+    std::printf("[deepseek-ocr2 cli] %s: sam max-abs %.3g\n", c.at("name").get<std::string>().c_str(), err);
+    EXPECT_LE(err, 1e-4) << c.at("name");
+  }
+}
+
+TEST(DeepseekOcr2Cli, VisionRowsMatchTransformers) {
+  const nlohmann::json e = expected();
+  const auto dir = fixture_dir("deepseek-ocr2");
+  const auto lines = generate("vision");
+  ASSERT_EQ(lines.size(), e.at("cases").size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json& c = e.at("cases")[i];
+    const io::NpyArray want = io::read_npy(dir / c.at("vision").at("npy").get<std::string>());
+    const nlohmann::json rows = nlohmann::json::parse(lines[i]).at("vision");
+    ASSERT_EQ(rows.size(), static_cast<std::size_t>(want.shape.at(0)));
+    double err = 0.0;
+    for (std::size_t r = 0; r < rows.size(); ++r) err = std::max(err, max_abs(rows[r], want.values, r * rows[r].size()));
+    EXPECT_LE(err, 1e-4) << c.at("name");
+  }
+}
+
+TEST(DeepseekOcr2Cli, BadPageLinesAreRefusedNamingTheField) {
+  ScratchDir dir;
+  const auto folder = fixture_dir("deepseek-ocr2");
+  const std::vector<std::string> args = {"generate", "-m", folder.string(), "--device", "cpu"};
+  const RunResult missing = run_cli_bounded(args, dir, {R"({"input_ids":[0,1],"pixel_values":{"npy":"nope.npy"}})"});
+  EXPECT_NE(missing.status, 0);
+  expect_contains(missing.err, {"input line 1", "pixel_values", "nope.npy"});
+  const RunResult flat = run_cli_bounded(args, dir, {R"({"input_ids":[0,1],"pixel_values":[[1,2,3]]})"});
+  EXPECT_NE(flat.status, 0);
+  expect_contains(flat.err, {"input line 1", "pixel_values"});
+  const RunResult grid = run_cli_bounded(args, dir, {R"({"input_ids":[0,1],"image_grid_thw":[[1,2,2]]})"});
+  EXPECT_NE(grid.status, 0);
+  expect_contains(grid.err, {"input line 1", "image_grid_thw"});
+}
+
+}  // namespace
+}  // namespace il::cli_test
