@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 struct OcrArgs {
   EngineArgs engine;
   std::vector<std::string> inputs;
-  std::string task = "text";
+  std::string task;  // "": the model's default
   std::string format = "markdown";
   std::string output = "-";
   std::string pages;
@@ -263,14 +263,14 @@ void run_ocr(const OcrArgs& a) {
 
 Command add_ocr_command(CLI::App& app) {
   auto a = std::make_shared<OcrArgs>();
-  CLI::App* cmd = app.add_subcommand("ocr", "Read page images and PDFs with an OCR model (GLM-OCR): Markdown or JSON "
+  CLI::App* cmd = app.add_subcommand("ocr", "Read page images and PDFs with an OCR model (GLM-OCR, DeepSeek-OCR-2): Markdown or JSON "
                                             "lines on stdout");
   add_engine_options(*cmd, a->engine);
   add_generation_engine_options(*cmd, a->engine);
   cmd->add_option("pages", a->inputs, "Page images (PNG, JPEG, WebP) and PDFs, read in this order")->required();
-  cmd->add_option("--task", a->task, "What to read: text, table or formula")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"text", "table", "formula"}));
+  cmd->add_option("--task", a->task,
+                  "What to read (default: the model's): GLM-OCR text (default), table or formula; DeepSeek-OCR "
+                  "markdown (default), text, ocr, figure or describe");
   cmd->add_option("--format", a->format, "markdown: the pages' text; json: a JSON line per page (text, tokens, "
                                          "timings)")
       ->capture_default_str()

@@ -10,6 +10,7 @@
 #include "models/generation_config.h"
 #include "models/deepseek_ocr_vision.h"
 #include "models/layers.h"
+#include "text/tokenizer.h"
 
 namespace il::models {
 namespace {
@@ -242,6 +243,43 @@ BuiltModel describe(const DeepseekOcrConfig& c) {
   return m;
 }
 
+// The model card's prompts (docs/deepseek-ocr.md §6.4), after "<image>\n".
+std::string task_prompt(std::string_view task) {
+  if (task.empty() || task == "markdown") return "<|grounding|>Convert the document to markdown.";
+  if (task == "text") return "Free OCR.";
+  if (task == "ocr") return "<|grounding|>OCR this image.";
+  if (task == "figure") return "Parse the figure.";
+  if (task == "describe") return "Describe this image in detail.";
+  throw make_error("OCR task '", task, "' is not one of markdown (the default), text, ocr, figure, describe");
+}
+
+// "<image>\n" + the task's prompt through the folder's tokenizer (its special tokens added as
+// the processor's call adds them), the one image token expanded to the page's rows.
+void set_ocr_prompt(GenerationSpec& g) {
+  check(g.views.has_value(), "DeepSeek-OCR: the OCR prompt needs the vision programs");
+  const int32_t image = g.image_token;
+  // By value: the spec moves with the built model.
+  g.ocr_prompt = [image, views = *g.views](const text::Tokenizer& tokenizer, const PatchImage& page,
+                                           std::string_view task) {
+    const std::optional<int32_t> id = tokenizer.token_to_id("<image>");
+    check(id.has_value() && *id == image, "tokenizer.json: the image token <image> ",
+          id ? "has id " + std::to_string(*id) : std::string("is missing"), "; config.json's image_token_id is ", image);
+    const text::Encoding enc = tokenizer.encode("<image>\n" + task_prompt(task));
+    std::vector<int32_t> ids;
+    std::size_t images = 0;
+    for (int32_t t : enc.ids) {
+      if (t != image) {
+        ids.push_back(t);
+        continue;
+      }
+      ++images;
+      ids.insert(ids.end(), views.page_rows(page.view_sides), image);
+    }
+    check(images == 1, "tokenizer.json: the OCR prompt holds ", images, " image tokens (one expected)");
+    return ids;
+  };
+}
+
 }  // namespace
 
 void check_deepseek_ocr_config(const nlohmann::json& config, const std::string& source) {
@@ -298,6 +336,7 @@ BuiltModel build_deepseek_ocr_folder(const std::filesystem::path& dir, const nlo
   m.generation->pad_token = gen.pad_id.value_or(-1);
   build_deepseek_ocr2_vision(m, c, *f.weights);
   DecoderBuilder(m, c.text, *f.weights, text_prefix(*f.weights)).build(c.tie_word_embeddings);
+  set_ocr_prompt(*m.generation);
   return m;
 }
 
@@ -309,6 +348,7 @@ BuiltModel build_deepseek_ocr_random(const nlohmann::json& config, const std::st
   RandomSource src(std::move(tensors), checkpoint_dtype(config));
   build_deepseek_ocr2_vision(m, c, src);
   DecoderBuilder(m, c.text, src, "model.").build(c.tie_word_embeddings);
+  set_ocr_prompt(*m.generation);
   return m;
 }
 

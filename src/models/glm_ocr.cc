@@ -195,8 +195,9 @@ void build_vision(BuiltModel& m, const GlmOcrConfig& c, const WeightSource& src)
   m.capabilities.ocr = true;
   // GLM-OCR's page prompt (models/glm_ocr_prompt.h): the checkpoint's chat template around one
   // image and the SDK's task text.
-  g.ocr_prompt = [](const text::Tokenizer& tokenizer, const std::array<int, 3>& grid, std::string_view task) {
-    const std::optional<GlmOcrTask> t = parse_glm_ocr_task(task);
+  g.ocr_prompt = [](const text::Tokenizer& tokenizer, const PatchImage& page, std::string_view task) {
+    const std::array<int, 3>& grid = page.grid_thw;
+    const std::optional<GlmOcrTask> t = parse_glm_ocr_task(task.empty() ? "text" : task);
     check(t.has_value(), "OCR task '", task, "' is not one of text, table, formula");
     const GlmOcrSpecialTokens special = GlmOcrSpecialTokens::from_tokenizer(tokenizer, "tokenizer.json");
     return build_glm_ocr_prompt(tokenizer, special, grid, 2, glm_ocr_task_prompt(*t)).input_ids;

@@ -86,6 +86,22 @@ struct ViewVisionSpec {
   // P ≤ small_max_patches, else `large` (table rows small ..).
   std::size_t queries_small = 0, queries_large = 0, small_max_patches = 0;
   std::vector<float> separator;           // the row after a page's views
+
+  // A view of `side` patches after SAM's two stride-2 convolutions (3 × 3, padding 1): a side of
+  // ⌊(side − 1) / 2⌋ + 1, twice.
+  static std::size_t sam_side(std::size_t side) { return ((side - 1) / 2) / 2 + 1; }
+  std::size_t queries_for(std::size_t sam_rows) const {
+    return sam_rows <= small_max_patches ? queries_small : queries_large;
+  }
+  // The decoder rows of a page of views of these sides: each view's queries, then the separator.
+  std::size_t page_rows(const std::vector<int>& sides) const {
+    std::size_t rows = 1;
+    for (int s : sides) {
+      const std::size_t p = sam_side(static_cast<std::size_t>(s > 0 ? s : 1));
+      rows += queries_for(p * p);
+    }
+    return rows;
+  }
 };
 
 struct GenerationSpec {
@@ -114,11 +130,11 @@ struct GenerationSpec {
   // pixel_values), images as [t, h, w] grids of patches.
   std::size_t patch_dim = 0;
   std::size_t patch_size = 0, temporal_patch = 1;  // patch_dim = 3 · temporal_patch · patch_size²
-  // OCR models: the prompt ids that read one page whose processor grid is `grid_thw`, for a task
-  // ("text", "table", "formula"; throws il::Error naming the choices otherwise), through the
-  // folder's tokenizer. Empty for other models.
-  std::function<std::vector<int32_t>(const text::Tokenizer& tokenizer, const std::array<int, 3>& grid_thw,
-                                     std::string_view task)>
+  // OCR models: the prompt ids that read one page (as its processor made it) for a task (GLM-OCR:
+  // "text", "table", "formula"; DeepSeek-OCR: "markdown", "text", "figure", "describe"; "" the
+  // model's default; throws il::Error naming the choices otherwise), through the folder's
+  // tokenizer. Empty for other models.
+  std::function<std::vector<int32_t>(const text::Tokenizer& tokenizer, const PatchImage& page, std::string_view task)>
       ocr_prompt;
   std::size_t max_positions = 0;  // the trained context (prompt + new tokens)
   std::vector<std::string> notes;  // what the loader left out and why (info)

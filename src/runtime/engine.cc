@@ -26,6 +26,7 @@
 #include "runtime/image_loader.h"
 #include "runtime/ocr_options.h"
 #include "runtime/prompt_image_loader.h"
+#include "runtime/view_vision.h"
 #include "runtime/model_info.h"
 #include "text/tokenizer.h"
 
@@ -119,7 +120,9 @@ class LocalEngine final : public Engine {
                                                                                                  info_.image_width))
                                            : std::nullopt);
     // Page / prompt images of a multimodal generating model: the folder's GLM-V processor.
-    if (model_.generation && model_.generation->patch_dim > 0) {
+    if (model_.generation && model_.generation->views) {
+      prompt_loader_.emplace(random_weights ? std::filesystem::path() : dir, options, *model_.generation->views);
+    } else if (model_.generation && model_.generation->patch_dim > 0) {
       const models::GenerationSpec& g = *model_.generation;
       prompt_loader_.emplace(random_weights ? std::filesystem::path() : dir, options, g.patch_dim, g.spatial_merge,
                              runtime::glm_ocr_release_preprocessor(g.patch_size, g.temporal_patch, g.spatial_merge));
@@ -432,9 +435,12 @@ class LocalEngine final : public Engine {
       }
       check(next < images.size(), "the prompt holds more image placeholders than the ", images.size(),
             " images given");
-      const auto [t, h, w] = images[next++].grid_thw;
-      const std::size_t n = static_cast<std::size_t>(t) * static_cast<std::size_t>(h) * static_cast<std::size_t>(w) /
-                            std::max<std::size_t>(g.image_row_divisor, 1);
+      const PatchImage& im = images[next++];
+      const auto [t, h, w] = im.grid_thw;
+      const std::size_t n =
+          g.views ? runtime::view_page_rows(*g.views, im, max_batch_tokens_)
+                  : static_cast<std::size_t>(t) * static_cast<std::size_t>(h) * static_cast<std::size_t>(w) /
+                        std::max<std::size_t>(g.image_row_divisor, 1);
       out.insert(out.end(), n, g.image_token);
     }
     check(next == images.size(), "the prompt holds ", next, " image placeholders for ", images.size(), " images");
@@ -445,7 +451,7 @@ class LocalEngine final : public Engine {
     check(model_.generation && model_.generation->ocr_prompt, "this model does not read pages (it is not an OCR model)");
     check(tokenizer_.has_value(), "OCR needs the folder's tokenizer.json (none was found)");
     GenerationRequest r;
-    r.input_ids = model_.generation->ocr_prompt(*tokenizer_, page.grid_thw, task);
+    r.input_ids = model_.generation->ocr_prompt(*tokenizer_, page, task);
     r.images.push_back(std::move(page));
     r.options = runtime::ocr_sampling_options(&*tokenizer_);
     // The default budget, within the model's context.

@@ -1,8 +1,13 @@
 #include "runtime/prompt_image_loader.h"
 
+#include <algorithm>
 #include <span>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
+#include "io/json_util.h"
+#include "runtime/view_vision.h"
 
 namespace il::runtime {
 
@@ -43,7 +48,51 @@ PromptImageLoader::PromptImageLoader(const std::filesystem::path& dir, const Eng
   }
 }
 
+PromptImageLoader::PromptImageLoader(const std::filesystem::path& dir, const EngineOptions& options,
+                                     const models::ViewVisionSpec& views)
+    : view_patch_(views.patch), limits_{options.max_image_bytes, options.max_image_pixels} {
+  image::DeepseekProcessorConfig c;
+  const std::filesystem::path file = dir / "preprocessor_config.json";
+  if (!dir.empty() && std::filesystem::exists(file)) {
+    const nlohmann::json j = io::read_json_file(file);
+    const std::string src = file.string();
+    if (const auto it = j.find("size"); it != j.end() && it->is_object()) {
+      const int h = io::detail::int_in_range(*it, "height", src + " (size)", 1, 1 << 16);
+      const int w = io::detail::int_in_range(*it, "width", src + " (size)", 1, 1 << 16);
+      check(h == w, src, ": size ", h, " x ", w, " is not square (the global view is)");
+      c.size = static_cast<std::size_t>(h);
+    }
+    c.tile_size = static_cast<std::size_t>(io::detail::int_in_range(j, "tile_size", src, 1, 1 << 16, 768));
+    c.min_tiles = static_cast<std::size_t>(io::detail::int_in_range(j, "min_patches", src, 1, 64, 2));
+    c.max_tiles = static_cast<std::size_t>(io::detail::int_in_range(j, "max_patches", src, 1, 64, 6));
+    check(c.min_tiles <= c.max_tiles, src, ": min_patches ", c.min_tiles, " above max_patches ", c.max_tiles);
+    check(io::detail::opt_bool(j, "crop_to_patches", src).value_or(true), src,
+          ": crop_to_patches = false is not supported (transformers 5.17 cannot run it either: docs/deepseek-ocr.md §3)");
+  }
+  // The views must be ones the model holds tables for.
+  for (std::size_t side : {c.size, c.tile_size}) {
+    check(side % views.patch == 0 &&
+              std::find(views.sides.begin(), views.sides.end(), side / views.patch) != views.sides.end(),
+          file.string(), ": views of ", side, " pixels do not fit the model's position tables");
+  }
+  views_config_ = c;
+}
+
 PatchImage PromptImageLoader::load(const std::vector<std::uint8_t>& bytes, std::string_view name) const {
+  if (views_config_) {
+    const image::RgbImage rgb = image::decode_image(std::span<const std::uint8_t>(bytes), name, limits_);
+    const image::DeepseekViews v = image::deepseek_views(rgb, *views_config_);
+    std::vector<float> tiles;
+    for (const image::RgbImage& t : v.tiles) {
+      const std::vector<float> n = image::deepseek_normalise(t);
+      tiles.insert(tiles.end(), n.begin(), n.end());
+    }
+    const std::vector<float> global = image::deepseek_normalise(v.global);
+    PatchImage page = make_view_page(global.data(), v.global.width, tiles.data(), v.tiles.size(),
+                                     views_config_->tile_size, view_patch_);
+    page.grid_thw = {1, static_cast<int>(rgb.height), static_cast<int>(rgb.width)};  // the page's pixels
+    return page;
+  }
   if (!config_) throw Error(missing_);
   const image::RgbImage rgb = image::decode_image(std::span<const std::uint8_t>(bytes), name, limits_);
   image::PatchedImage p;

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "image/decode.h"
+#include "image/deepseek_preprocess.h"
 #include "image/glm_preprocess.h"
 #include "inferencelayer/engine.h"
+#include "models/model.h"
 
 namespace il::runtime {
 
@@ -24,6 +26,9 @@ class PromptImageLoader {
   // A missing or mismatched processor does not stop the model loading: load() refuses, saying why.
   PromptImageLoader(const std::filesystem::path& dir, const EngineOptions& options, std::size_t patch_dim,
                     std::size_t merge, std::optional<image::GlmImageConfig> default_config);
+  // DeepSeek-OCR: DeepseekOcr2ImageProcessor (image/deepseek_preprocess.h), its sizes from the
+  // folder's preprocessor_config.json when it has one, into a page of views for `views`.
+  PromptImageLoader(const std::filesystem::path& dir, const EngineOptions& options, const models::ViewVisionSpec& views);
 
   // Thread-safe; errors name `name`.
   PatchImage load(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
@@ -33,6 +38,8 @@ class PromptImageLoader {
 
  private:
   std::optional<image::GlmImageConfig> config_;
+  std::optional<image::DeepseekProcessorConfig> views_config_;
+  std::size_t view_patch_ = 0;
   std::string missing_;  // why there is no config
   image::DecodeLimits limits_;
 };

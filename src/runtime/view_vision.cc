@@ -27,9 +27,7 @@ struct ViewRef {
   std::size_t side = 0, patches2 = 0, queries = 0, query_row = 0;
 };
 
-std::size_t queries_for(const models::ViewVisionSpec& v, std::size_t patches) {
-  return patches <= v.small_max_patches ? v.queries_small : v.queries_large;
-}
+std::size_t queries_for(const models::ViewVisionSpec& v, std::size_t patches) { return v.queries_for(patches); }
 
 // The taps of a 3 × 3 convolution (padding 1, `stride`) over a view of side s_in whose rows
 // start at `in0`, for an output of side s_out: 9 source rows per output position, −1 outside.
@@ -121,12 +119,7 @@ void check_view_page(const models::ViewVisionSpec& v, const PatchImage& page, st
 
 std::size_t view_page_rows(const models::ViewVisionSpec& v, const PatchImage& page, std::size_t max_tokens) {
   check_view_page(v, page, max_tokens, "image");
-  std::size_t rows = 1;  // the separator
-  for (int s : page.view_sides) {
-    const std::size_t p = side2({nullptr, static_cast<std::size_t>(s)});
-    rows += queries_for(v, p * p);
-  }
-  return rows;
+  return v.page_rows(page.view_sides);
 }
 
 ViewVisionResult run_view_vision(const models::ViewVisionSpec& v, plan::Executor& exec,
