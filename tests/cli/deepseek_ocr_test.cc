@@ -110,3 +110,41 @@ TEST(DeepseekOcr2Cli, BadPageLinesAreRefusedNamingTheField) {
 
 }  // namespace
 }  // namespace il::cli_test
+
+namespace il::cli_test {
+namespace {
+
+// `ocr` on the same weights in a folder completed with a tokenizer of our own (its image token at
+// config.json's id 300), an image processor for the tiny model's views (64-pixel global view,
+// 48-pixel tiles) and two PNG pages: the processor (bit-exact against transformers in
+// tests/image/deepseek_preprocess_test.cc) picks 3 × 2 tiles for the 70 × 46 page and 1 × 2 for
+// the 40 × 88 one, so their prompts differ by (6 − 2) tiles of 144 query rows.
+TEST(DeepseekOcr2Cli, OcrReadsPagesThroughTheProcessorAndPrompt) {
+  ScratchDir dir;
+  const auto folder = fixture_dir("deepseek-ocr2-pipeline");
+  const RunResult r = run_cli_bounded({"ocr", "-m", folder.string(), "--device", "cpu", "--format", "json",
+                                       "--max-new-tokens", "6", (folder / "page1.png").string(),
+                                       (folder / "page2.png").string()},
+                                      dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 2u);
+  const nlohmann::json a = nlohmann::json::parse(lines[0]), b = nlohmann::json::parse(lines[1]);
+  EXPECT_EQ(a.at("tokens").size(), 6u);
+  EXPECT_EQ(b.at("tokens").size(), 6u);
+  EXPECT_EQ(a.at("prompt_tokens").get<int>() - b.at("prompt_tokens").get<int>(), 4 * 144);
+  // The task changes the prompt's text only.
+  const RunResult t = run_cli_bounded({"ocr", "-m", folder.string(), "--device", "cpu", "--format", "json",
+                                       "--max-new-tokens", "2", "--task", "text", (folder / "page1.png").string()},
+                                      dir);
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(nlohmann::json::parse(t.lines().at(0)).at("prompt_tokens"), a.at("prompt_tokens"));
+  const RunResult bad = run_cli_bounded({"ocr", "-m", folder.string(), "--device", "cpu", "--task", "table",
+                                         (folder / "page1.png").string()},
+                                        dir);
+  EXPECT_NE(bad.status, 0);
+  expect_contains(bad.err, {"table", "markdown", "describe"});
+}
+
+}  // namespace
+}  // namespace il::cli_test
