@@ -95,6 +95,8 @@ struct ModelInfo {
   // Image models (capabilities.image_input): the pixel_values each image becomes.
   int image_channels = 0, image_height = 0, image_width = 0;
   int patch_size = 0;
+  // OCR models: the tasks ocr_request takes (the first is the default).
+  std::vector<std::string> ocr_tasks;
   int image_embedding_dim = 0;   // width of an image embedding (embed_images)
   // Image–text models (SigLIP): a pair's logit is exp(logit_scale) · cos(image, text) + logit_bias,
   // its probability the logit's sigmoid.

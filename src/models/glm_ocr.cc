@@ -195,6 +195,7 @@ void build_vision(BuiltModel& m, const GlmOcrConfig& c, const WeightSource& src)
   m.capabilities.ocr = true;
   // GLM-OCR's page prompt (models/glm_ocr_prompt.h): the checkpoint's chat template around one
   // image and the SDK's task text.
+  g.ocr_tasks = {"text", "table", "formula"};
   g.ocr_prompt = [](const text::Tokenizer& tokenizer, const PatchImage& page, std::string_view task) {
     const std::array<int, 3>& grid = page.grid_thw;
     const std::optional<GlmOcrTask> t = parse_glm_ocr_task(task.empty() ? "text" : task);

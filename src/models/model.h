@@ -136,6 +136,7 @@ struct GenerationSpec {
   // tokenizer. Empty for other models.
   std::function<std::vector<int32_t>(const text::Tokenizer& tokenizer, const PatchImage& page, std::string_view task)>
       ocr_prompt;
+  std::vector<std::string> ocr_tasks;  // what ocr_prompt takes, the default first
   std::size_t max_positions = 0;  // the trained context (prompt + new tokens)
   std::vector<std::string> notes;  // what the loader left out and why (info)
   std::optional<ViewVisionSpec> views;  // DeepSeek-OCR: the vision programs over square views

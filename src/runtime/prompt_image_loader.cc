@@ -53,6 +53,9 @@ PromptImageLoader::PromptImageLoader(const std::filesystem::path& dir, const Eng
     : view_patch_(views.patch), limits_{options.max_image_bytes, options.max_image_pixels} {
   image::DeepseekProcessorConfig c;
   const std::filesystem::path file = dir / "preprocessor_config.json";
+  // As for GLM-OCR: a processor that cannot serve the model does not stop it loading (the check
+  // form takes pixel_values); load() refuses, saying why.
+  try {
   if (!dir.empty() && std::filesystem::exists(file)) {
     const nlohmann::json j = io::read_json_file(file);
     const std::string src = file.string();
@@ -76,9 +79,14 @@ PromptImageLoader::PromptImageLoader(const std::filesystem::path& dir, const Eng
           file.string(), ": views of ", side, " pixels do not fit the model's position tables");
   }
   views_config_ = c;
+  } catch (const Error& e) {
+    views_config_.reset();
+    missing_ = e.what();
+  }
 }
 
 PatchImage PromptImageLoader::load(const std::vector<std::uint8_t>& bytes, std::string_view name) const {
+  if (view_patch_ > 0 && !views_config_) throw Error(missing_);
   if (views_config_) {
     const image::RgbImage rgb = image::decode_image(std::span<const std::uint8_t>(bytes), name, limits_);
     const image::DeepseekViews v = image::deepseek_views(rgb, *views_config_);

@@ -1,7 +1,8 @@
 // POST /ocr on an OCR model (GLM-OCR): page images or a PDF in, each page's text out.
 //
 //   {"images": ["<base64 or data: URI>", ...]}  or  {"pdf": "<base64 or data: URI>"}
-//   "task": "text" | "table" | "formula"   (default text)
+//   "task": the model's (GLM-OCR "text" | "table" | "formula"; DeepSeek-OCR "markdown" | "text" |
+//           "ocr" | "figure" | "describe"), default its first
 //   "pages": "1-3,7"                        (PDF pages; default all)
 //   "dpi": 200                              (PDF rendering)
 //   "max_tokens": N                         (per page; default the model's OCR default)
@@ -271,9 +272,13 @@ std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
   if (!ctx.generation || !ctx.engine.info().capabilities.ocr)
     throw unsupported_error("this model does not read pages (it is not an OCR model)");
   const json body = parse_body(req);
-  const std::string task = get_string(body, "task", "text");
-  if (task != "text" && task != "table" && task != "formula")
-    throw validation_error("'task' must be \"text\", \"table\" or \"formula\"");
+  const std::vector<std::string>& tasks = ctx.engine.info().ocr_tasks;
+  const std::string task = get_string(body, "task", tasks.empty() ? "" : tasks.front());
+  if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) {
+    std::string list;
+    for (const std::string& t : tasks) list += (list.empty() ? "\"" : ", \"") + t + "\"";
+    throw validation_error("'task' must be one of " + list);
+  }
   const bool stream = get_bool(body, "stream", false);
   std::optional<std::size_t> max_tokens;
   if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
