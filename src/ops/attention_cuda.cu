@@ -93,7 +93,21 @@ struct AttnParams {
   int half_window;  // −1: no window
   bool vec;         // head_dim, strides and bases allow 4-element vectors
   const int32_t* key_limits;  // [num_seqs] or null: rows read only a sequence's first keys
+  const int32_t* causal_prefix;  // [num_seqs] or null: under causal, every row also sees these keys
 };
+
+// key_range (ops/attention_mask_cuda.cuh) with a causal prefix, in the CPU op's order
+// (attention_cpu.cc): causal end, raised to the prefix `cpre` (already clamped to the sequence),
+// then the window. Both ends stay non-decreasing in i, as the block's key range below assumes.
+template <typename Params>
+__device__ __forceinline__ void key_range_prefix(const Params& p, int i, int len, int cpre, int& lo, int& hi) {
+  lo = 0;
+  hi = p.causal ? max(i + 1, cpre) : len;
+  if (p.half_window >= 0) {
+    lo = max(0, i - p.half_window);
+    hi = min(hi, i + p.half_window + 1);
+  }
+}
 
 // 4 consecutive elements as f32 (the address is 4-element aligned).
 __device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -205,6 +219,8 @@ __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kerne
   if (row0 >= len) return;  // block-uniform: the grid covers the longest sequence
   // Keys past a sequence's limit are masked tokens: no row reads them (ops/attention.h).
   const int klim = p.key_limits ? min(len, max(p.key_limits[seq], 0)) : len;
+  // A prefix-LM mask: under causal, rows also see the sequence's first causal_prefix[s] keys.
+  const int cpre = p.causal && p.causal_prefix ? min(len, max(p.causal_prefix[seq], 0)) : 0;
   const int hd = p.head_dim;
   const int kvh = head / p.group;
   const int tid = static_cast<int>(threadIdx.x), tx = tid % kLanes, ty = tid / kLanes;
@@ -215,8 +231,8 @@ __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kerne
   // whole by every row.
   const int last = min(row0 + BR, len) - 1;
   int klo, hi_first, lo_last, khi;
-  key_range(p, row0, len, klo, hi_first);
-  key_range(p, last, len, lo_last, khi);
+  key_range_prefix(p, row0, len, cpre, klo, hi_first);
+  key_range_prefix(p, last, len, cpre, lo_last, khi);
   hi_first = min(hi_first, klim);
   khi = min(khi, klim);
 
@@ -298,7 +314,7 @@ __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kerne
           const int row = row0 + ty * R + i;
           int lo = 0, hi = 0;  // rows past the end see nothing
           if (row < len) {
-            key_range(p, row, len, lo, hi);
+            key_range_prefix(p, row, len, cpre, lo, hi);
             hi = min(hi, klim);
           }
 #pragma unroll
@@ -447,7 +463,7 @@ void attention_cuda(const AttentionCudaArgs& a, cudaStream_t stream) {
                           static_cast<const T*>(a.v), a.ldv, static_cast<T*>(a.out), a.ldo, a.seq_starts,
                           static_cast<int>(a.heads / a.kv_heads), static_cast<int>(a.head_dim), a.scale * kLog2e,
                           a.mask == MaskMode::kCausal, a.window > 0 ? static_cast<int>(a.window / 2) : -1, vec,
-                          a.key_limits};
+                          a.key_limits, a.causal_prefix};
     if (a.head_dim <= 32) return launch<32>(p, a.num_seqs, max_seq_len, a.heads, stream);
     if (a.head_dim <= 64) return launch<64>(p, a.num_seqs, max_seq_len, a.heads, stream);
     if (a.head_dim <= 128) return launch<128>(p, a.num_seqs, max_seq_len, a.heads, stream);

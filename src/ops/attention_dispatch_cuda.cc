@@ -43,6 +43,11 @@ bool tma_allowed() {
   return on;
 }
 
+// No key limits and no causal prefix: what every kernel but the flash one requires.
+bool plain_mask(const AttentionCudaArgs& a) {
+  return !a.key_limits && !(a.causal_prefix && a.mask == MaskMode::kCausal);
+}
+
 constexpr AttentionKernel kOrder[] = {AttentionKernel::kFirstRow, AttentionKernel::kLastRow, AttentionKernel::kTma,
                                       AttentionKernel::kWgmma,    AttentionKernel::kMmaSync, AttentionKernel::kFlash};
 
@@ -71,17 +76,18 @@ const char* attention_kernel_name(AttentionKernel k) {
 
 bool attention_kernel_supports(AttentionKernel k, const AttentionCudaArgs& a) {
   switch (k) {
-    // Key limits (masked query expansion: a few short queries) go to the flash kernel alone.
+    // Key limits (masked query expansion: a few short queries) and causal prefixes (DeepSeek-OCR-2's
+    // encoder) go to the flash kernel alone.
     case AttentionKernel::kFirstRow:
-      return a.queries == AttentionQueries::kFirst && !a.key_limits && shape_ok(a, kAttentionMaxHeadDim);
+      return a.queries == AttentionQueries::kFirst && plain_mask(a) && shape_ok(a, kAttentionMaxHeadDim);
     case AttentionKernel::kLastRow:
-      return a.queries == AttentionQueries::kLast && !a.key_limits && shape_ok(a, kAttentionMaxHeadDim);
+      return a.queries == AttentionQueries::kLast && plain_mask(a) && shape_ok(a, kAttentionMaxHeadDim);
     case AttentionKernel::kTma:
-      return !a.key_limits && tensor_core_ok(a) && wgmma_allowed() && tma_allowed() &&
+      return plain_mask(a) && tensor_core_ok(a) && wgmma_allowed() && tma_allowed() &&
              attention_tma_applies(half_args(a));
     case AttentionKernel::kWgmma:
-      return !a.key_limits && tensor_core_ok(a) && wgmma_allowed() && attention_wgmma_applies(half_args(a));
-    case AttentionKernel::kMmaSync: return !a.key_limits && tensor_core_ok(a);
+      return plain_mask(a) && tensor_core_ok(a) && wgmma_allowed() && attention_wgmma_applies(half_args(a));
+    case AttentionKernel::kMmaSync: return plain_mask(a) && tensor_core_ok(a);
     case AttentionKernel::kFlash:
       return a.queries == AttentionQueries::kAll && shape_ok(a, kAttentionMaxHeadDim) && a.max_seq_len < (1u << 30);
   }

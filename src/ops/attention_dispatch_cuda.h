@@ -50,6 +50,10 @@ struct AttentionCudaArgs {
   // Optional, [num_seqs] on the device: only sequence s's first key_limits[s] keys are read by
   // any of its rows (plan::Batch::key_limits: masked query expansion). The flash kernel only.
   const int32_t* key_limits = nullptr;
+  // Optional, [num_seqs] on the device, with kCausal: every row of sequence s also sees its first
+  // causal_prefix[s] keys (ops::AttentionArgs::causal_prefix, plan::Batch::causal_prefix). The
+  // flash kernel only.
+  const int32_t* causal_prefix = nullptr;
 };
 
 enum class AttentionKernel { kFirstRow, kLastRow, kTma, kWgmma, kMmaSync, kFlash };

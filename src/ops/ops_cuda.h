@@ -23,6 +23,7 @@
 #include "ops/attention_dispatch_cuda.h"
 #include "ops/disentangled_attention.h"
 #include "ops/embed.h"
+#include "ops/gather_rows.h"
 #include "ops/glu.h"
 #include "ops/layernorm.h"
 #include "ops/pool.h"
@@ -171,5 +172,42 @@ void moe_cuda(const MoeArgs& a, cudaStream_t stream);
 // out f32), ops/logits.h.
 void softmax_rows_cuda(const SoftmaxRowsArgs& a, cudaStream_t stream);
 void softcap_cuda(const SoftcapArgs& a, cudaStream_t stream);
+
+// Rows gathered side by side (ops/gather_rows.h): src and out of one element type (any), the
+// index on the device ([a.rows · a.taps]; −1: a zero part). One block per (row, tap) pair; the
+// indices are not checked on the device: the caller checks them against src's rows on the host
+// (the CUDA executor in set_batch).
+void gather_rows_cuda(const GatherRowsArgs& a, const int32_t* d_index, cudaStream_t stream);
+
+// SAM's windowed / global attention with decomposed relative position (ops/sam_attention.h).
+// qkv and out of one element type (any), the bias and the tables f32, f32 arithmetic. The
+// per-view tables are chosen on the device by side: each view's side g comes from view_starts (on
+// the device), S = window or g, and the view reads the tables entry whose side is S (passed by
+// value, so a launch holds no host pointer and no upload: graph-capturable). A view that is not a
+// square or has no table of its side is skipped on the device (its rows left as they were); the
+// caller checks both on the host. One warp per (view, head, query row), grids sized by
+// max_view_tokens (at least the largest view). head_dim ≤ kSamMaxHeadDim, S ≤ kSamMaxSide.
+inline constexpr std::size_t kSamMaxHeadDim = 128;
+inline constexpr std::size_t kSamMaxSide = 128;
+inline constexpr std::size_t kSamMaxTables = 16;
+struct SamTableCuda {
+  std::size_t side = 0;
+  const float* h = nullptr;  // [2 · side − 1, head_dim]
+  const float* w = nullptr;
+};
+struct SamAttentionCudaArgs {
+  ConstTensorView qkv;               // [rows, ld]: q | k | v, each heads · head_dim
+  const float* qkv_bias = nullptr;   // [3 · heads · head_dim]
+  TensorView out;                    // [rows, ld]: heads · head_dim
+  const int32_t* view_starts = nullptr;  // [views + 1] on the device
+  std::size_t views = 0;
+  std::size_t max_view_tokens = 0;   // at least the largest view's tokens (sizes the grid)
+  std::size_t heads = 0, head_dim = 0;
+  std::size_t window = 0;            // 0: global
+  SamTableCuda tables[kSamMaxTables];
+  std::size_t num_tables = 0;
+  float scale = 1.0f;
+};
+void sam_attention_cuda(const SamAttentionCudaArgs& a, cudaStream_t stream);
 
 }  // namespace il::ops

@@ -1,11 +1,13 @@
 // CudaExecutor, dispatch: each step kind to its launches (one callable per kind, through
 // plan::Overloaded), with the argument structs built from the step's views.
+#include <algorithm>
 #include <string>
 
 #include "backends/cuda/cuda_executor.h"
 #include "core/error.h"
 #include "ops/attention_dispatch_cuda.h"
 #include "ops/ops_cuda.h"
+#include "ops/sam_attention.h"
 #include "plan/overloaded.h"
 
 namespace il::cuda {
@@ -290,12 +292,67 @@ void CudaExecutor::execute(const plan::Step& step) {
             ops::softcap_cuda({tensor(op.x), tensor(op.out), row_wise(step.name, op.x, {op.out}), op.x.cols, op.cap},
                               stream_);
           },
-          [&](const plan::SamAttentionStep&) {
-            throw make_error("sam_attention ", step.name, ": DeepSeek-OCR's SAM attention has no CUDA kernel yet (issue "
-                             "#26); run this model on the CPU");
+          [&](const plan::SamAttentionStep& op) {
+            check(op.qkv.cols == 3 * op.heads * op.head_dim && op.out.cols == op.heads * op.head_dim, "sam_attention ",
+                  step.name, ": qkv of ", op.qkv.cols, " columns and out of ", op.out.cols, " for ", op.heads,
+                  " heads of ", op.head_dim);
+            check(type_of(op.out) == type_of(op.qkv), "sam_attention ", step.name,
+                  ": qkv and out differ in element type");
+            check(op.tables.size() <= ops::kSamMaxTables, "sam_attention ", step.name, ": ", op.tables.size(),
+                  " relative position tables (at most ", ops::kSamMaxTables, " on CUDA)");
+            ops::SamAttentionCudaArgs a;
+            a.num_tables = op.tables.size();
+            for (std::size_t i = 0; i < op.tables.size(); ++i)
+              a.tables[i] = {op.tables[i].side, norm_weight(op.tables[i].h), norm_weight(op.tables[i].w)};
+            // The device picks each view's tables by side; here, the CPU executor's checks: every
+            // view a square with a table of its side (the window's, or its own when global).
+            std::size_t largest = 0;
+            for (std::size_t v = 0; v + 1 < host_starts_.size(); ++v) {
+              const std::size_t n = static_cast<std::size_t>(host_starts_[v + 1] - host_starts_[v]);
+              if (n == 0) continue;
+              largest = std::max(largest, n);
+              const std::size_t g = ops::sam_view_side(n, "sam_attention");  // throws unless a square
+              const std::size_t side = op.window ? op.window : g;
+              const bool found = std::any_of(op.tables.begin(), op.tables.end(),
+                                             [&](const plan::SamRelTable& x) { return x.side == side; });
+              check(found, "sam_attention ", step.name, ": no relative position table for ",
+                    op.window ? "windows" : "a view", " of side ", side);
+              check(side <= ops::kSamMaxSide, "sam_attention ", step.name, ": side ", side, " (at most ",
+                    ops::kSamMaxSide, " on CUDA)");
+            }
+            a.qkv = tensor(op.qkv);
+            a.qkv_bias = norm_weight(op.qkv_bias);
+            a.out = tensor(op.out);
+            a.view_starts = d_starts_;
+            a.views = num_seqs_;  // padding views are empty: skipped
+            a.max_view_tokens = largest;
+            a.heads = op.heads;
+            a.head_dim = op.head_dim;
+            a.window = op.window;
+            a.scale = op.scale;
+            ops::sam_attention_cuda(a, stream_);
           },
-          [&](const plan::GatherRowsStep&) {
-            throw make_error("gather_rows ", step.name, ": no CUDA kernel yet (issue #26); run this model on the CPU");
+          [&](const plan::GatherRowsStep& op) {
+            check(op.out.cols == op.taps * op.src.cols, "gather_rows ", step.name, ": ", op.taps, " parts of ",
+                  op.src.cols, " columns into ", op.out.cols);
+            check(gather_taps_ == op.taps, "gather_rows ", step.name, ": the batch has ",
+                  gather_taps_ == 0 ? std::string("no gather indices") : std::to_string(gather_taps_) + " parts a row",
+                  " for a step of ", op.taps, " parts");
+            check(type_of(op.src) == type_of(op.out), "gather_rows ", step.name,
+                  ": source and output differ in element type");
+            // The CPU executor's row check (set_batch checked the allocation already): a token-row
+            // source has the batch's real tokens, another what rows() says.
+            const plan::BufferDesc& sd = plan_.buffers().at(static_cast<std::size_t>(op.src.buffer));
+            const std::size_t src_rows = sd.rows == plan::Rows::kTokens ? real_tokens_ : rows(op.src);
+            check(max_gather_index_ < 0 || static_cast<std::size_t>(max_gather_index_) < src_rows, "gather_rows ",
+                  step.name, ": gather index ", max_gather_index_, " outside the ", src_rows, " rows of ", sd.name);
+            ops::GatherRowsArgs a;
+            a.src = tensor(op.src);
+            a.out = tensor(op.out);
+            a.rows = row_wise(step.name, op.out, {op.out});  // the launched token rows (padding: −1, zeros)
+            a.taps = op.taps;
+            a.cols = op.src.cols;
+            ops::gather_rows_cuda(a, d_gather_, stream_);
           },
       },
       step.op);
@@ -335,6 +392,7 @@ void CudaExecutor::attention(const std::string& name, const plan::AttentionStep&
   a.max_seq_len = max_seq_len_;
   a.rows = num_tokens_;  // q, k and v are token rows of the scratch: readable up to the bucketed count
   a.key_limits = d_key_limits_;
+  a.causal_prefix = d_causal_prefix_;
   ops::attention_dispatch_cuda(a, stream_);
 }
 

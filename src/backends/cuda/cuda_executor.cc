@@ -185,10 +185,23 @@ void CudaExecutor::allocate(plan::Plan& plan) {
                                                                  m->top_k, m->inner, elem_size(type_of(m->x))));
   if (moe_bytes > 0) moe_workspace_ = DeviceMemory(moe_bytes);
 
+  // Row gathers: the batch's indices, max_tokens rows of at most kMaxGatherTaps.
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      if (const auto* g = std::get_if<plan::GatherRowsStep>(&step.op)) {
+        check(g->taps > 0 && g->taps <= kMaxGatherTaps, "cuda executor: gather_rows ", step.name, " of ", g->taps,
+              " parts (1 to ", kMaxGatherTaps, " on CUDA)");
+        gather_srcs_.push_back(g->src);
+      }
+  if (!gather_srcs_.empty()) {
+    gather_arena_ = DeviceMemory(max_tokens_ * kMaxGatherTaps * sizeof(int32_t));
+    gather_staging_ = PinnedMemory(max_tokens_ * kMaxGatherTaps * sizeof(int32_t));
+    d_gather_ = reinterpret_cast<int32_t*>(gather_arena_.get());
+  }
+
   // Batch ids (sequence offsets, tokens, type ids, pool starts, positions, key limits, rope
-  // positions), device
-  // side and pinned host side.
-  const std::size_t ints = (6 + plan::kMaxRopeAxes) * max_tokens_ + 1;
+  // positions, causal prefixes), device side and pinned host side.
+  const std::size_t ints = (7 + plan::kMaxRopeAxes) * max_tokens_ + 1;
   batch_arena_ = DeviceMemory(ints * sizeof(int32_t));
   batch_staging_ = PinnedMemory(ints * sizeof(int32_t));
   IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -285,8 +298,8 @@ void CudaExecutor::release() noexcept {
 
 void CudaExecutor::set_batch(const plan::Batch& batch) {
   plan::check_batch(batch, max_tokens_);  // sequence rows and the id staging hold max_tokens rows
-  check(batch.causal_prefix.empty() && batch.gather.empty(), "cuda executor: prefix-causal attention and row gathers "
-        "(DeepSeek-OCR's vision) have no CUDA kernels yet (issue #26); run this model on the CPU");
+  check(batch.causal_prefix.empty() || batch.causal_prefix.size() == batch.num_seqs(), "cuda executor: ",
+        batch.causal_prefix.size(), " causal prefixes for ", batch.num_seqs(), " sequences");
   std::size_t longest = 0;
   for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
     longest = std::max<std::size_t>(longest, static_cast<std::size_t>(batch.seq_starts[s + 1] - batch.seq_starts[s]));
@@ -301,6 +314,7 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   const std::size_t positions = needs_positions_ ? tb : 0;
   const std::size_t key_limits = batch.key_limits.empty() ? 0 : bb;
   const std::size_t rope_axes = batch.rope_axes(), rope_positions = rope_axes * tb;
+  const std::size_t prefixes = batch.causal_prefix.empty() ? 0 : bb;
   IL_CUDA_CHECK(cudaSetDevice(device_));
   // The previous upload may still be reading the staging buffer.
   IL_CUDA_CHECK(cudaEventSynchronize(upload_done_));
@@ -342,6 +356,11 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
     std::memcpy(rope + a * tb, batch.rope_positions.data() + a * t, t * sizeof(int32_t));
     std::fill(rope + a * tb + t, rope + (a + 1) * tb, 0);  // padding tokens: any position will do
   }
+  int32_t* prefix = rope + rope_positions;
+  if (prefixes > 0) {
+    std::memcpy(prefix, batch.causal_prefix.data(), b * sizeof(int32_t));
+    std::fill(prefix + b, prefix + bb, 0);  // padding sequences are empty: any prefix will do
+  }
   // Each array's device address follows from the bucketed counts and which arrays are present,
   // all in the graph key (run_graph).
   auto* base = reinterpret_cast<int32_t*>(batch_arena_.get());
@@ -354,10 +373,13 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   d_rope_positions_ =
       rope_axes > 0 ? base + bb + 1 + tb + types + pool_starts + positions + key_limits : nullptr;
   rope_axes_ = rope_axes;
-  IL_CUDA_CHECK(cudaMemcpyAsync(base, staging,
-                                (bb + 1 + tb + types + pool_starts + positions + key_limits + rope_positions) *
-                                    sizeof(int32_t),
-                                cudaMemcpyHostToDevice, stream_));
+  d_causal_prefix_ =
+      prefixes > 0 ? base + bb + 1 + tb + types + pool_starts + positions + key_limits + rope_positions : nullptr;
+  IL_CUDA_CHECK(cudaMemcpyAsync(
+      base, staging,
+      (bb + 1 + tb + types + pool_starts + positions + key_limits + rope_positions + prefixes) * sizeof(int32_t),
+      cudaMemcpyHostToDevice, stream_));
+  upload_gather(batch, t, tb);
   if (generation_) upload_generation(batch, t, b, tb, bb);
   byte_patches_ = patch_dim_ > 0 && !batch.image_bytes.empty();
   if (byte_patches_) upload_image_bytes(batch);
@@ -378,6 +400,39 @@ void CudaExecutor::set_batch(const plan::Batch& batch) {
   real_tokens_ = t;
   real_seqs_ = b;
   has_types_ = !batch.type_ids.empty();
+  host_starts_.assign(batch.seq_starts.begin(), batch.seq_starts.end());
+}
+
+// Batch::gather into its own device array, the launched rows' worth: taps per token row, padding
+// rows −1 (zero parts). The kernel does not check the indices, and a graph replay skips the
+// dispatch's checks, so here every index is checked against the rows every gather step's source
+// holds (its allocation: max_tokens rows for a token-row source, a persistent one's fixed rows;
+// the smallest over the plan's gather steps, since any of them may run on this batch): no gather
+// reads outside memory. The dispatch (eager runs) also checks the largest index against the rows
+// its own source has now (a token-row source: the batch's real tokens), as the CPU executor does.
+// The staging is free: set_batch waited for the previous upload.
+void CudaExecutor::upload_gather(const plan::Batch& batch, std::size_t t, std::size_t tb) {
+  gather_taps_ = 0;
+  max_gather_index_ = -1;
+  if (batch.gather.empty() || gather_srcs_.empty()) return;  // no step reads them
+  check(t > 0 && batch.gather.size() % t == 0, "cuda executor: ", batch.gather.size(), " gather indices for ", t,
+        " token rows");
+  const std::size_t taps = batch.gather.size() / t;
+  check(taps <= kMaxGatherTaps, "cuda executor: ", taps, " gather parts per row (at most ", kMaxGatherTaps,
+        " on CUDA)");
+  std::size_t bound = SIZE_MAX;
+  for (const View& v : gather_srcs_)
+    bound = std::min(bound, plan::capacity_rows(plan_.buffers().at(static_cast<std::size_t>(v.buffer)), max_tokens_));
+  for (const int32_t i : batch.gather) {  // negative: a zero part
+    check(i < 0 || static_cast<std::size_t>(i) < bound, "cuda executor: gather index ", i,
+          " outside the rows a gather source holds (", bound, ")");
+    max_gather_index_ = std::max<int64_t>(max_gather_index_, i);
+  }
+  auto* s = reinterpret_cast<int32_t*>(gather_staging_.get());
+  std::memcpy(s, batch.gather.data(), t * taps * sizeof(int32_t));
+  std::fill(s + t * taps, s + tb * taps, -1);
+  IL_CUDA_CHECK(cudaMemcpyAsync(d_gather_, s, tb * taps * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  gather_taps_ = taps;
 }
 
 // The generation arrays in one copy: cache rows, cache lengths and injected rows per launched

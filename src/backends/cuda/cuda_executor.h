@@ -69,6 +69,7 @@ class CudaExecutor final : public plan::Executor {
   void upload_weights(plan::Plan& plan);
   void upload_generation(const plan::Batch& batch, std::size_t t, std::size_t b, std::size_t tb, std::size_t bb);
   void upload_image_bytes(const plan::Batch& batch);  // into image_arena_ (set_batch)
+  void upload_gather(const plan::Batch& batch, std::size_t t, std::size_t tb);  // into gather_arena_ (set_batch)
   void execute(const plan::Step& step);
   void execute_all(const std::vector<plan::Step>& steps);
   ops::GemmCudaArgs gemm_args(const std::string& name, const plan::GemmStep& op) const;
@@ -108,6 +109,20 @@ class CudaExecutor final : public plan::Executor {
   int32_t* d_starts_ = nullptr;
   int32_t* d_pool_starts_ = nullptr;  // null when the batch pools every token
   int32_t* d_key_limits_ = nullptr;   // null when every token is a key (plan::Batch::key_limits)
+  int32_t* d_causal_prefix_ = nullptr;  // null without plan::Batch::causal_prefix (one per launched sequence)
+  // The batch's sequence offsets on the host (real sequences only): SAM attention's host checks
+  // (every view a square with a table of its side).
+  std::vector<int32_t> host_starts_;
+  // Row gathers (plan::GatherRowsStep): Batch::gather per launched token row, taps of them (at most
+  // kMaxGatherTaps; padding rows −1: zeros), at a fixed device address; allocated only where a
+  // step gathers. gather_srcs_: each such step's source, whose rows every index must stay inside.
+  static constexpr std::size_t kMaxGatherTaps = 9;
+  DeviceMemory gather_arena_;
+  PinnedMemory gather_staging_;
+  int32_t* d_gather_ = nullptr;
+  std::size_t gather_taps_ = 0;  // the current batch's (0: it has no gather indices)
+  int64_t max_gather_index_ = -1;  // the current batch's largest index (−1: none)
+  std::vector<plan::View> gather_srcs_;
   int32_t* d_positions_ = nullptr;    // null unless a step reads positions (needs_positions_)
   bool needs_positions_ = false;
   // Batch::rope_positions: rope_axes_ axes of num_tokens_ (launched) rows each, padding rows 0;
@@ -173,9 +188,10 @@ class CudaExecutor final : public plan::Executor {
   // eager; =always: capture every shape on its second run.
   // (program, tokens, sequences, longest sequence, has type ids, has pool starts, has key limits,
   // rope position axes, KV cache page size: a kernel argument of cached attention, patch rows as
-  // image bytes)
+  // image bytes, has causal prefixes, gather taps). Programs with a SAM attention step always run
+  // eagerly (its host checks read each batch's views).
   using GraphKey = std::tuple<std::string, std::size_t, std::size_t, std::size_t, bool, bool, bool, std::size_t,
-                              std::size_t, bool>;
+                              std::size_t, bool, bool, std::size_t>;
   struct ShapeRecord {
     int eager_runs = 0;
     bool eager_only = false;  // device-bound: a graph would not pay

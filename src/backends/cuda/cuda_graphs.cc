@@ -62,8 +62,24 @@ void CudaExecutor::run(const std::string& program) {
 // before the launch on the same stream. Eager runs launch the same bucketed shapes, so a replay
 // gives the eager run's bits.
 void CudaExecutor::run_graph(const std::string& program, const std::vector<plan::Step>& steps) {
-  const GraphKey key{program,    num_tokens_, num_seqs_, max_seq_len_, has_types_, d_pool_starts_ != nullptr,
-                     d_key_limits_ != nullptr, rope_axes_, page_size_, byte_patches_};
+  // SAM attention checks each batch's views on the host (squares, a table per side) as it
+  // launches: a replayed graph would skip the checks, so such programs stay eager (the vision
+  // tower's kernels, not its launches, set its pace).
+  if (std::any_of(steps.begin(), steps.end(),
+                  [](const plan::Step& s) { return std::holds_alternative<plan::SamAttentionStep>(s.op); }))
+    return execute_all(steps);
+  const GraphKey key{program,
+                     num_tokens_,
+                     num_seqs_,
+                     max_seq_len_,
+                     has_types_,
+                     d_pool_starts_ != nullptr,
+                     d_key_limits_ != nullptr,
+                     rope_axes_,
+                     page_size_,
+                     byte_patches_,
+                     d_causal_prefix_ != nullptr,
+                     gather_taps_};
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     if (graphs_.size() >= kMaxShapes) return execute_all(steps);  // too many shapes: stay eager
