@@ -56,7 +56,7 @@ const std::vector<Architecture>& architectures() {
        "DiffusionGemma: block-diffusion text generation", check_diffusion_gemma_config, build_diffusion_gemma_folder,
        build_diffusion_gemma_random},
       {"deepseek_ocr2", {"deepseek_ocr2"},
-       "DeepSeek-OCR-2: page images to text (CPU so far: its vision has no CUDA kernels yet)",
+       "OCR: page images to text (DeepSeek-OCR-2; v1's DeepEncoder not yet)",
        check_deepseek_ocr_config, build_deepseek_ocr_folder, build_deepseek_ocr_random},
   };
   return table;
