@@ -230,4 +230,17 @@ int int_in_range(const json& obj, std::string_view key, std::string_view source,
   return static_cast<int>(*v);
 }
 
+const json& req_object(const json& obj, std::string_view key, std::string_view source) {
+  const auto it = obj.find(key);
+  check(it != obj.end() && it->is_object(), source, ": field \"", key, "\" must be an object",
+        it == obj.end() ? std::string(" (it is missing)") : ", got " + describe_json(*it));
+  return *it;
+}
+
+int token_id_field(const json& obj, std::string_view key, std::string_view source, int fallback, int vocab) {
+  const int id = int_in_range(obj, key, source, 0, std::numeric_limits<int>::max(), fallback);
+  check(id < vocab, source, ": field \"", key, "\" = ", id, " is outside the vocabulary of ", vocab);
+  return id;
+}
+
 }  // namespace il::io::detail

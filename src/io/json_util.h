@@ -57,4 +57,10 @@ std::string req_string(const nlohmann::json& obj, std::string_view key, std::str
 int int_in_range(const nlohmann::json& obj, std::string_view key, std::string_view source, long long lo, long long hi,
                  std::optional<int> fallback = std::nullopt);
 
+// A field that must be a JSON object (a nested config: "text_config", "vision_config").
+const nlohmann::json& req_object(const nlohmann::json& obj, std::string_view key, std::string_view source);
+
+// A token id field in 0 .. vocab − 1; absent → `fallback` (which must also be in range).
+int token_id_field(const nlohmann::json& obj, std::string_view key, std::string_view source, int fallback, int vocab);
+
 }  // namespace il::io::detail

@@ -15,13 +15,6 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-const json& object_field(const json& j, const char* key, const std::string& src) {
-  const auto it = j.find(key);
-  check(it != j.end() && it->is_object(), src, ": field \"", key, "\" must be an object",
-        it == j.end() ? std::string(" (it is missing)") : ", got " + d::describe(*it));
-  return *it;
-}
-
 // rope_parameters (transformers 5) or the older top-level rope_theta / rope_scaling: the default
 // rotary embedding only, over whole heads (LlamaAttention's rotate-half).
 void read_rope(const json& t, DeepseekTextConfig& c, const std::string& where) {
@@ -58,12 +51,6 @@ void read_layer_types(const json& t, DeepseekTextConfig& c, const std::string& w
   const int first_dense = d::int_in_range(t, "first_k_dense_replace", where, 0, c.layers, 0);
   const int freq = d::int_in_range(t, "moe_layer_freq", where, 1, 1 << 20, 1);
   for (int i = 0; i < c.layers; ++i) c.sparse[static_cast<std::size_t>(i)] = i >= first_dense && i % freq == 0;
-}
-
-int token_id(const json& j, const char* key, const std::string& src, int fallback, int vocab) {
-  const int id = d::int_in_range(j, key, src, 0, INT_MAX, fallback);
-  check(id < vocab, src, ": field \"", key, "\" = ", id, " is outside the vocabulary of ", vocab);
-  return id;
 }
 
 std::vector<int> int_list(const json& j, const char* key, const std::string& where, std::vector<int> fallback,
@@ -206,15 +193,15 @@ DeepseekOcrConfig parse_deepseek_ocr_config(const json& j, const std::string& sr
   check(c.architecture == "DeepseekOcr2ForConditionalGeneration", src, ": architecture \"", c.architecture,
         "\" is not supported for deepseek_ocr2 (supported: DeepseekOcr2ForConditionalGeneration)");
   c.version = 2;
-  c.text = parse_deepseek_text_config(object_field(j, "text_config", src), src + " (text_config)");
-  c.vision = object_field(j, "vision_config", src);
-  c.sam = parse_sam(object_field(c.vision, "sam_config", src + " (vision_config)"), src + " (vision_config.sam_config)");
-  c.encoder = parse_query_encoder(object_field(c.vision, "encoder_config", src + " (vision_config)"),
+  c.text = parse_deepseek_text_config(d::req_object(j, "text_config", src), src + " (text_config)");
+  c.vision = d::req_object(j, "vision_config", src);
+  c.sam = parse_sam(d::req_object(c.vision, "sam_config", src + " (vision_config)"), src + " (vision_config.sam_config)");
+  c.encoder = parse_query_encoder(d::req_object(c.vision, "encoder_config", src + " (vision_config)"),
                                   src + " (vision_config.encoder_config)");
   check(c.sam.downsample[1] == c.encoder.hidden, src, ": vision_config.sam_config.downsample_channels[1] (",
         c.sam.downsample[1], ") must equal vision_config.encoder_config.hidden_size (", c.encoder.hidden,
         "): SAM's output rows are the encoder's tokens");
-  c.image_token_id = token_id(j, "image_token_id", src, 128815, c.text.vocab);
+  c.image_token_id = d::token_id_field(j, "image_token_id", src, 128815, c.text.vocab);
   c.tie_word_embeddings = d::opt_bool(j, "tie_word_embeddings", src).value_or(false);
   c.random_weights = d::opt_bool(j, "inferencelayer_random_weights", src).value_or(false);
   return c;

@@ -16,13 +16,6 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-const json& object_field(const json& j, const char* key, const std::string& src) {
-  const auto it = j.find(key);
-  check(it != j.end() && it->is_object(), src, ": field \"", key, "\" must be an object",
-        it == j.end() ? std::string(" (it is missing)") : ", got " + d::describe(*it));
-  return *it;
-}
-
 // layer_types, or transformers' default (every 6th layer full); the last layer is always full.
 std::vector<bool> sliding_layers(const json& t, int layers, const std::string& where) {
   std::vector<bool> sliding(static_cast<std::size_t>(layers));
@@ -117,7 +110,7 @@ DiffusionGemmaConfig parse_diffusion_gemma_config(const json& j, const std::stri
         ": tie_word_embeddings = false is not supported (the LM head and self-conditioning read the embedding)");
   c.random_weights = d::opt_bool(j, "inferencelayer_random_weights", src).value_or(false);
 
-  const json& t = object_field(j, "text_config", src);
+  const json& t = d::req_object(j, "text_config", src);
   const std::string where = src + " (text_config)";
   c.vocab = d::int_in_range(t, "vocab_size", where, 1, INT_MAX, 262144);
   c.hidden = d::int_in_range(t, "hidden_size", where, 1, kMaxDim, 2304);

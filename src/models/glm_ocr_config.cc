@@ -14,17 +14,10 @@ namespace d = io::detail;
 
 constexpr long long kMaxDim = 1LL << 24;
 
-const json& object_field(const json& j, const char* key, const std::string& src) {
-  const auto it = j.find(key);
-  check(it != j.end() && it->is_object(), src, ": field \"", key, "\" must be an object",
-        it == j.end() ? std::string(" (it is missing)") : ", got " + d::describe(*it));
-  return *it;
-}
-
 // rope_parameters: the default rotary embedding (no scaling), its theta, the partial rotary
 // factor and the M-RoPE sections, which must cover the rotary half exactly.
 void read_rope(const json& t, GlmOcrTextConfig& c, const std::string& src) {
-  const json& r = object_field(t, "rope_parameters", src + " (text_config)");
+  const json& r = d::req_object(t, "rope_parameters", src + " (text_config)");
   const std::string where = src + " (text_config.rope_parameters)";
   if (const auto type = d::opt_string(r, "rope_type", where))
     check(*type == "default", where, ": rope_type \"", *type, "\" is not supported (supported: default)");
@@ -77,12 +70,6 @@ GlmOcrTextConfig parse_text(const json& t, const std::string& src) {
   return c;
 }
 
-int token_id(const json& j, const char* key, const std::string& src, int fallback, int vocab) {
-  const int id = d::int_in_range(j, key, src, 0, INT_MAX, fallback);
-  check(id < vocab, src, ": field \"", key, "\" = ", id, " is outside the vocabulary of ", vocab);
-  return id;
-}
-
 }  // namespace
 
 GlmOcrConfig parse_glm_ocr_config(const json& j, const std::string& src) {
@@ -98,12 +85,12 @@ GlmOcrConfig parse_glm_ocr_config(const json& j, const std::string& src) {
   if (c.architecture.empty()) c.architecture = "GlmOcrForConditionalGeneration";
   check(c.architecture == "GlmOcrForConditionalGeneration", src, ": architecture \"", c.architecture,
         "\" is not supported for glm_ocr (supported: GlmOcrForConditionalGeneration)");
-  c.text = parse_text(object_field(j, "text_config", src), src);
-  c.vision = object_field(j, "vision_config", src);
-  c.image_token_id = token_id(j, "image_token_id", src, 59280, c.text.vocab);
-  c.image_start_token_id = token_id(j, "image_start_token_id", src, 59256, c.text.vocab);
-  c.image_end_token_id = token_id(j, "image_end_token_id", src, 59257, c.text.vocab);
-  c.video_token_id = token_id(j, "video_token_id", src, 59281, c.text.vocab);
+  c.text = parse_text(d::req_object(j, "text_config", src), src);
+  c.vision = d::req_object(j, "vision_config", src);
+  c.image_token_id = d::token_id_field(j, "image_token_id", src, 59280, c.text.vocab);
+  c.image_start_token_id = d::token_id_field(j, "image_start_token_id", src, 59256, c.text.vocab);
+  c.image_end_token_id = d::token_id_field(j, "image_end_token_id", src, 59257, c.text.vocab);
+  c.video_token_id = d::token_id_field(j, "video_token_id", src, 59281, c.text.vocab);
   c.tie_word_embeddings = d::opt_bool(j, "tie_word_embeddings", src).value_or(false);
   c.random_weights = d::opt_bool(j, "inferencelayer_random_weights", src).value_or(false);
   return c;
