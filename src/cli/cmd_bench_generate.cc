@@ -1,6 +1,7 @@
-// `inferencelayer bench-generate`: generation speed of a multimodal generating model (GLM-OCR)
-// with random weights from a config alone: P pages of a given patch grid (random pixel rows, the
-// prompt GLM-OCR's processor builds around them), each generating exactly N new tokens (no stop
+// `inferencelayer bench-generate`: generation speed of a multimodal generating model (GLM-OCR,
+// DeepSeek-OCR) with random weights from a config alone: P pages of a given patch grid, or for
+// DeepSeek-OCR of given views (random pixel rows, the prompt the model's processor builds around
+// them), each generating exactly N new tokens (no stop
 // id, so random weights cannot stop early), all submitted together and decoded in flight. Prints
 // per point: the mean time to first token, the aggregate decode rate, the wall time and pages per
 // minute. bench/torch_glm_ocr_bench.py times transformers' generate the same way. Timed numbers
@@ -31,6 +32,7 @@ struct BenchGenerateArgs {
   std::string device = "cuda";
   std::string dtype = "bf16";
   std::string grid = "72x100";  // patch rows x columns of one page (1000 x 1400 pixels at patch 14)
+  std::string views = "64";     // DeepSeek-OCR: view sides in patches, tiles first (64: a 1024-pixel page)
   std::string pages = "1,64";
   std::size_t new_tokens = 128;
   std::size_t text_tokens = 0;  // > 0: text-only prompts of this length (no page image)
@@ -61,22 +63,31 @@ std::vector<std::size_t> parse_list(const std::string& s, const char* what) {
 void run(const BenchGenerateArgs& a) {
   if (a.config.empty()) throw UsageError("--config is required");
   const nlohmann::json cfg = io::read_json_file(a.config);
-  const int image_token = cfg.value("image_token_id", 59280), start = cfg.value("image_start_token_id", 59256),
-            end = cfg.value("image_end_token_id", 59257);
   const auto& vc = cfg.at("vision_config");
-  const int patch = vc.value("patch_size", 14), temporal = vc.value("temporal_patch_size", 2),
-            merge = vc.value("spatial_merge_size", 2), channels = vc.value("in_channels", 3);
+  // DeepSeek-OCR pages are square views (SAM patches), not one patch grid.
+  const bool view_pages = vc.contains("sam_config") || cfg.value("model_type", "") == "deepseek_vl_v2";
+  const int patch = view_pages ? vc.value("sam_config", nlohmann::json::object()).value("patch_size", 16)
+                               : vc.value("patch_size", 14);
+  const int temporal = view_pages ? 1 : vc.value("temporal_patch_size", 2),
+            merge = view_pages ? 1 : vc.value("spatial_merge_size", 2), channels = vc.value("in_channels", 3);
   std::vector<std::uint8_t> image_bytes;
-  std::string grid = a.grid;
+  std::string grid = view_pages ? "views " + a.views : a.grid;
   if (!a.image.empty()) {
     const std::string b = io::read_regular_file(a.image);
     image_bytes.assign(b.begin(), b.end());
   }
-  const std::size_t x = grid.find('x');
-  if (x == std::string::npos) throw UsageError("--grid: expected ROWSxCOLS");
-  std::size_t gh = parse_list(grid.substr(0, x), "--grid")[0], gw = parse_list(grid.substr(x + 1), "--grid")[0];
-  if (gh % static_cast<std::size_t>(merge) || gw % static_cast<std::size_t>(merge))
-    throw UsageError("--grid: rows and columns must be multiples of the merge size");
+  std::size_t gh = 0, gw = 0;
+  std::vector<int> sides;
+  if (view_pages) {
+    for (std::size_t s : parse_list(a.views, "--views")) sides.push_back(static_cast<int>(s));
+  } else {
+    const std::size_t x = grid.find('x');
+    if (x == std::string::npos) throw UsageError("--grid: expected ROWSxCOLS");
+    gh = parse_list(grid.substr(0, x), "--grid")[0];
+    gw = parse_list(grid.substr(x + 1), "--grid")[0];
+    if (gh % static_cast<std::size_t>(merge) || gw % static_cast<std::size_t>(merge))
+      throw UsageError("--grid: rows and columns must be multiples of the merge size");
+  }
   EngineOptions o;
   o.device = a.device;
   o.dtype = a.dtype;
@@ -85,28 +96,56 @@ void run(const BenchGenerateArgs& a) {
   o.kv_cache_tokens = a.kv_cache_tokens;
   auto engine = Engine::load_random(a.config, "", o);
 
-  // A page image: its grid is what the release processor makes of it (the timed runs preprocess
-  // it again for every page).
+  // A page image: its grid (views) is what the release processor makes of it (the timed runs
+  // preprocess it again for every page).
+  PatchImage probe;
   if (!image_bytes.empty()) {
-    const PatchImage probe = engine->load_prompt_image(image_bytes, a.image);
+    probe = engine->load_prompt_image(image_bytes, a.image);
     gh = static_cast<std::size_t>(probe.grid_thw[1]);
     gw = static_cast<std::size_t>(probe.grid_thw[2]);
-    grid = std::to_string(gh) + "x" + std::to_string(gw);
+    sides = probe.view_sides;
+    grid = view_pages ? "views " : std::to_string(gh) + "x" + std::to_string(gw);
+    if (view_pages)
+      for (std::size_t i = 0; i < sides.size(); ++i) grid += (i ? "," : "") + std::to_string(sides[i]);
   }
-  // One page: random normalised pixel rows, the prompt [gMASK]<sop><|user|>\n <image run>
-  // "Text Recognition:"<|assistant|>\n with stand-in text ids.
+  // One page of random normalised pixel rows.
   const std::size_t patch_dim = static_cast<std::size_t>(channels * temporal * patch * patch);
   PatchImage page;
-  page.grid_thw = {1, static_cast<int>(gh), static_cast<int>(gw)};
   page.patch_dim = patch_dim;
-  page.rows.resize(gh * gw * patch_dim);
+  std::size_t patches = gh * gw;
+  if (view_pages) {
+    page.view_sides = sides;
+    patches = 0;
+    for (int s : sides) patches += static_cast<std::size_t>(s) * static_cast<std::size_t>(s);
+    page.grid_thw = {1, sides.back(), sides.back()};
+  } else {
+    page.grid_thw = {1, static_cast<int>(gh), static_cast<int>(gw)};
+  }
+  page.rows.resize(patches * patch_dim);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.79f, 2.15f);  // CLIP-normalised pixel range
   for (float& v : page.rows) v = u(rng);
+  if (!image_bytes.empty()) page = probe;
   GenerationRequest r;
-  r.input_ids = {59248, 59250, 59253, 198, start};
-  r.input_ids.insert(r.input_ids.end(), gh * gw / static_cast<std::size_t>(merge * merge), image_token);
-  r.input_ids.insert(r.input_ids.end(), {end, 1178, 47473, 25, 59254, 198});
+  if (view_pages) {
+    // DeepSeek-OCR's prompt: <bos> <image>\n<|grounding|>Convert the document to markdown. with
+    // stand-in text ids; the image token expanded to the page's rows as the processor does.
+    const int32_t image_token = cfg.value("image_token_id", 128815);
+    const nlohmann::json& text = cfg.contains("text_config") ? cfg["text_config"]
+                                 : cfg.contains("language_config") ? cfg["language_config"] : cfg;
+    const int32_t vocab = text.value("vocab_size", 129280);
+    std::vector<int32_t> ids = {0, image_token};
+    for (int32_t id : {201, 128820, 35644, 254, 3640, 276, 37759, 16}) ids.push_back(id % vocab);
+    r.input_ids = engine->expand_image_placeholders(ids, {page});
+  } else {
+    // GLM-OCR: [gMASK]<sop><|user|>\n <image run> "Text Recognition:"<|assistant|>\n with stand-in
+    // text ids.
+    const int image_token = cfg.value("image_token_id", 59280), start = cfg.value("image_start_token_id", 59256),
+              end = cfg.value("image_end_token_id", 59257);
+    r.input_ids = {59248, 59250, 59253, 198, start};
+    r.input_ids.insert(r.input_ids.end(), gh * gw / static_cast<std::size_t>(merge * merge), image_token);
+    r.input_ids.insert(r.input_ids.end(), {end, 1178, 47473, 25, 59254, 198});
+  }
   r.images.push_back(page);
   if (a.text_tokens > 0) {
     // Text alone (what bench/load_generate.py sends the server): stand-in ids below the
@@ -138,6 +177,16 @@ void run(const BenchGenerateArgs& a) {
   };
   for (std::size_t pages : parse_list(a.pages, "--pages")) {
     for (int w = 0; w < a.warmup; ++w) (void)engine->generate(prepare(pages));
+    // The vision tower alone over the point's pages (its rows copied back to the host at the end,
+    // as transformers' get_image_features returns them), per page.
+    double vision_ms = 0.0;
+    if (!r.images.empty()) {
+      const std::vector<PatchImage> batch(pages, r.images[0]);
+      const auto v0 = std::chrono::steady_clock::now();
+      (void)engine->vision_rows(batch);
+      vision_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - v0).count() /
+                  static_cast<double>(pages);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<GenerationResult> res = engine->generate(prepare(pages));
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -161,6 +210,7 @@ void run(const BenchGenerateArgs& a) {
         j["image"] = a.image;
         j["prepare_ms"] = prepare_ms;
       }
+      if (!r.images.empty()) j["vision_ms_per_page"] = vision_ms;
       j["prompt_tokens"] = r.input_ids.size();
       j["new_tokens"] = a.new_tokens;
       j["ttft_ms_mean"] = ttft;
@@ -188,6 +238,10 @@ Command add_bench_generate_command(CLI::App& app) {
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "f32, f16, bf16 (CUDA) or auto")->capture_default_str();
   cmd->add_option("--grid", a->grid, "A page's patch grid, ROWSxCOLS")->capture_default_str();
+  cmd->add_option("--views", a->views,
+                  "DeepSeek-OCR: a page's view sides in patches, tiles first, then the global view "
+                  "(64: one 1024-pixel view; 48,48,64: two 768-pixel tiles and the global view)")
+      ->capture_default_str();
   cmd->add_option("--pages", a->pages, "Comma-separated page counts in flight")->capture_default_str();
   cmd->add_option("--new-tokens", a->new_tokens, "New tokens per page (forced: no stop id)")->capture_default_str();
   cmd->add_option("--image", a->image,
