@@ -97,6 +97,9 @@ struct ModelInfo {
   int patch_size = 0;
   // OCR models: the tasks ocr_request takes (the first is the default).
   std::vector<std::string> ocr_tasks;
+  // OCR models whose output may hold grounded blocks (DeepSeek-OCR's <|ref|>…<|det|>…): the ocr
+  // command and /ocr parse them into boxes (runtime/ocr_grounding.h).
+  bool ocr_grounding = false;
   int image_embedding_dim = 0;   // width of an image embedding (embed_images)
   // Image–text models (SigLIP): a pair's logit is exp(logit_scale) · cos(image, text) + logit_bias,
   // its probability the logit's sigmoid.

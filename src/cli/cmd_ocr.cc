@@ -1,5 +1,5 @@
 // `inferencelayer ocr`: page images and PDFs in, Markdown (or JSON lines) out, with an OCR model
-// (GLM-OCR). Pages are prepared (PDF page rendered, image decoded and preprocessed) on worker
+// (GLM-OCR, DeepSeek-OCR). Pages are prepared (PDF page rendered, image decoded and preprocessed) on worker
 // threads a few pages ahead, submitted to the engine's running batch as it has room, and printed
 // in input order as they finish, so a long document streams through with bounded memory: at most
 // the pages in flight plus the few prepared ahead exist at once (a prepared page's patch rows
@@ -7,7 +7,9 @@
 //
 // Markdown: each page's text, pages separated by a blank line and, for several pages, an HTML
 // comment naming the page (invisible when rendered). JSON lines: one object per page with its
-// source, page, text, token ids, finish reason and timings.
+// source, page, text, token ids, finish reason and timings; for grounding models (DeepSeek-OCR)
+// also "blocks": each grounded block's label, boxes in page pixels and text
+// (runtime/ocr_grounding.h), the Markdown then without the grounding tags.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -27,6 +29,7 @@
 #include "cli/progress.h"
 #include "core/error.h"
 #include "core/float_format.h"
+#include "runtime/ocr_grounding.h"
 
 namespace il::cli {
 namespace {
@@ -161,13 +164,31 @@ void write_markdown(OutputSink& out, const PageRef& page, std::size_t index, std
   out.end_line();
 }
 
-void write_json(OutputSink& out, const PageRef& page, const std::string& text, const PageOutcome& o) {
+void write_json(OutputSink& out, const PageRef& page, const runtime::OcrPageText& text, const PageOutcome& o) {
   std::string& b = out.buffer();
   b += "{\"source\":";
   append_json_string(b, page.source);
   b += ",\"page\":" + std::to_string(page.page ? page.page : 1);
   b += ",\"text\":";
-  append_json_string(b, text);
+  append_json_string(b, text.text);
+  if (text.blocks) {
+    b += ",\"blocks\":[";
+    for (std::size_t i = 0; i < text.blocks->size(); ++i) {
+      const runtime::GroundedBlock& k = (*text.blocks)[i];
+      b += i ? ",{\"label\":" : "{\"label\":";
+      append_json_string(b, k.label);
+      b += ",\"boxes\":[";
+      for (std::size_t j = 0; j < k.boxes.size(); ++j) {
+        const auto& x = k.boxes[j];
+        b += (j ? ",[" : "[") + std::to_string(x[0]) + "," + std::to_string(x[1]) + "," + std::to_string(x[2]) + "," +
+             std::to_string(x[3]) + "]";
+      }
+      b += "],\"text\":";
+      append_json_string(b, k.text);
+      b += '}';
+    }
+    b += ']';
+  }
   b += ",\"tokens\":";
   append_ints(b, o.result.tokens);
   b += ",\"finish_reason\":\"";
@@ -245,11 +266,13 @@ void run_ocr(const OcrArgs& a) {
       }
     }
     for (auto it = done.find(next_emit); it != done.end(); it = done.find(next_emit)) {
-      const std::string text = engine->decode(it->second.result.tokens, true);
+      // DeepSeek-OCR pages' grid_thw is [1, height, width] in pixels (the boxes' scale).
+      const runtime::OcrPageText text =
+          runtime::ocr_page_text(*engine, it->second.result, it->second.grid[2], it->second.grid[1]);
       if (a.format == "json")
         write_json(out, pages[next_emit], text, it->second);
       else
-        write_markdown(out, pages[next_emit], next_emit, pages.size(), text);
+        write_markdown(out, pages[next_emit], next_emit, pages.size(), text.text);
       out.flush();
       done.erase(it);
       ++next_emit;

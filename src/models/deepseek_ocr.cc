@@ -259,6 +259,7 @@ void set_ocr_prompt(GenerationSpec& g) {
   check(g.views.has_value(), "DeepSeek-OCR: the OCR prompt needs the vision programs");
   const int32_t image = g.image_token;
   g.ocr_tasks = {"markdown", "text", "ocr", "figure", "describe"};
+  g.ocr_grounding = true;
   // By value: the spec moves with the built model.
   g.ocr_prompt = [image, views = *g.views](const text::Tokenizer& tokenizer, const PatchImage& page,
                                            std::string_view task) {

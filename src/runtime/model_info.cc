@@ -52,7 +52,10 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
     i.patch_size = model.image->patch;
     i.image_embedding_dim = static_cast<int>(model.image_embedding_dim);
   }
-  if (model.generation) i.ocr_tasks = model.generation->ocr_tasks;
+  if (model.generation) {
+    i.ocr_tasks = model.generation->ocr_tasks;
+    i.ocr_grounding = model.generation->ocr_grounding;
+  }
   if (model.generation && model.generation->views) i.patch_size = static_cast<int>(model.generation->views->patch);
   if (model.logit) {
     i.has_logit = true;

@@ -1,4 +1,4 @@
-// POST /ocr on an OCR model (GLM-OCR): page images or a PDF in, each page's text out.
+// POST /ocr on an OCR model (GLM-OCR, DeepSeek-OCR): page images or a PDF in, each page's text out.
 //
 //   {"images": ["<base64 or data: URI>", ...]}  or  {"pdf": "<base64 or data: URI>"}
 //   "task": the model's (GLM-OCR "text" | "table" | "formula"; DeepSeek-OCR "markdown" | "text" |
@@ -13,7 +13,8 @@
 // the running batch with everyone else's requests), so a long PDF is never held as images whole.
 // Streamed, the answer is NDJSON (application/x-ndjson): one line per page, in page order, as
 // soon as it and the pages before it are done ({"page", "text", "tokens", "finish_reason",
-// "timings_ms"}; a page that cannot be read gets {"page", "error"} and the others go on), then a
+// "timings_ms"}, and for grounding models (DeepSeek-OCR) "blocks": [{"label", "boxes": [[x1, y1, x2,
+// y2] in page pixels], "text"}] with "text" the Markdown without the grounding tags; a page that cannot be read gets {"page", "error"} and the others go on), then a
 // last line {"done": true, "pages", "usage"}. Whole, the same page objects in {"pages": [...],
 // "text": all pages' text joined by blank lines, "usage"}.
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include "core/error.h"
 #include "core/float_format.h"
 #include "image/pdf_pages.h"
+#include "runtime/ocr_grounding.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/route_table.h"
@@ -75,6 +77,8 @@ struct PageOutcome {
   std::size_t number = 0;  // 1-based (the PDF's page number)
   std::string error;
   std::string text;
+  std::optional<std::vector<runtime::GroundedBlock>> blocks;
+  std::array<int, 3> grid{};  // the page image's grid_thw (DeepSeek-OCR: [1, height, width] pixels)
   GenerationResult result;
   double prepare_ms = 0.0, total_ms = 0.0;
 };
@@ -82,15 +86,22 @@ struct PageOutcome {
 json page_json(const PageOutcome& p) {
   if (!p.error.empty()) return {{"page", p.number}, {"error", p.error}};
   const auto ms = [](double v) { return std::round(v * 1000.0) / 1000.0; };
-  return {{"page", p.number},
-          {"text", p.text},
+  json out = {{"page", p.number}, {"text", p.text}};
+  if (p.blocks) {
+    json blocks = json::array();
+    for (const runtime::GroundedBlock& b : *p.blocks)
+      blocks.push_back({{"label", b.label}, {"boxes", b.boxes}, {"text", b.text}});
+    out["blocks"] = std::move(blocks);
+  }
+  out.update(json{
           {"tokens", p.result.tokens.size()},
           {"finish_reason", p.result.finish == FinishReason::kLength ? "length" : "stop"},
           {"timings_ms",
            {{"prepare", ms(p.prepare_ms)},
             {"prefill", ms(p.result.prefill_ms)},
             {"decode", ms(p.result.decode_ms)},
-            {"total", ms(p.total_ms)}}}};
+            {"total", ms(p.total_ms)}}}});
+  return out;
 }
 
 // One /ocr request from its first page to its last line.
@@ -161,7 +172,9 @@ class OcrJob : public std::enable_shared_from_this<OcrJob> {
         bytes = std::move(source_.images[index]);
       }
       const std::string name = "page " + std::to_string(outcome.number);
-      task->request = ctx_.engine.ocr_request(ctx_.engine.load_prompt_image(bytes, name), task_);
+      PatchImage image = ctx_.engine.load_prompt_image(bytes, name);
+      outcome.grid = image.grid_thw;
+      task->request = ctx_.engine.ocr_request(std::move(image), task_);
       if (max_tokens_) task->request.options.max_new_tokens = *max_tokens_;
     } catch (const std::exception& e) {
       return page_done(index, std::move(outcome),
@@ -186,7 +199,11 @@ class OcrJob : public std::enable_shared_from_this<OcrJob> {
   // order, starts more pages, and ends the answer after the last.
   void page_done(std::size_t index, PageOutcome page, const std::string& error) {
     page.error = error;
-    if (error.empty()) page.text = ctx_.engine.decode(page.result.tokens, true);
+    if (error.empty()) {
+      runtime::OcrPageText text = runtime::ocr_page_text(ctx_.engine, page.result, page.grid[2], page.grid[1]);
+      page.text = std::move(text.text);
+      page.blocks = std::move(text.blocks);
+    }
     bool last = false;
     {
       std::lock_guard lock(mutex_);

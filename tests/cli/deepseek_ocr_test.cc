@@ -133,6 +133,10 @@ TEST(DeepseekOcr2Cli, OcrReadsPagesThroughTheProcessorAndPrompt) {
   EXPECT_EQ(a.at("tokens").size(), 6u);
   EXPECT_EQ(b.at("tokens").size(), 6u);
   EXPECT_EQ(a.at("prompt_tokens").get<int>() - b.at("prompt_tokens").get<int>(), 4 * 144);
+  // A grounding model's pages carry their grounded blocks (runtime/ocr_grounding.h; parsing is
+  // unit-tested in tests/unit/ocr_grounding_test.cc): an array, whatever random weights wrote.
+  EXPECT_TRUE(a.at("blocks").is_array()) << lines[0];
+  EXPECT_TRUE(b.at("blocks").is_array()) << lines[1];
   // The task changes the prompt's text only.
   const RunResult t = run_cli_bounded({"ocr", "-m", folder.string(), "--device", "cpu", "--format", "json",
                                        "--max-new-tokens", "2", "--task", "text", (folder / "page1.png").string()},

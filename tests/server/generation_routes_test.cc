@@ -327,6 +327,7 @@ TEST(OcrRoute, PagesMatchTransformersWholeAndStreamed) {
   EXPECT_EQ(j.at("pages")[0].at("page"), 1);
   EXPECT_EQ(j.at("pages")[0].at("text"), p2.at("greedy_text"));
   EXPECT_EQ(j.at("pages")[1].at("text"), p1.at("greedy_text"));
+  EXPECT_FALSE(j.at("pages")[0].contains("blocks")) << "GLM-OCR writes no grounded blocks";
   EXPECT_EQ(j.at("text"), p2.at("greedy_text").get<std::string>() + "\n\n" + p1.at("greedy_text").get<std::string>());
   EXPECT_EQ(j.at("usage").at("prompt_tokens"), p1.at("input_ids").size() + p2.at("input_ids").size());
   json stream = body;

@@ -1,0 +1,65 @@
+// /ocr on the tiny DeepSeek-OCR-2 (tests/fixtures/deepseek-ocr2-pipeline: the fixture's weights,
+// a tokenizer of our own, the image processor for its 64-pixel views): pages through the
+// processor and the model's prompt give the same tokens as the ocr command, each page with its
+// grounded blocks (an array; the parsing is unit-tested in tests/unit/ocr_grounding_test.cc),
+// the model's tasks validated.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/base64.h"
+#include "server_test_util.h"
+
+namespace il::server_test {
+namespace {
+
+const char* kModel = "deepseek-ocr2-pipeline";
+
+std::string b64_page(const std::string& page) {
+  std::ifstream in(cli_test::fixture_dir(kModel) / page, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string b64;
+  append_base64(b64, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return b64;
+}
+
+TEST(DeepseekOcrRoute, PagesGiveTheOcrCommandsTokensWithBlocks) {
+  const auto folder = cli_test::fixture_dir(kModel);
+  cli_test::ScratchDir dir;
+  const cli_test::RunResult cli =
+      cli_test::run_cli_bounded({"ocr", "-m", folder.string(), "--device", "cpu", "--format", "json",
+                                 "--max-new-tokens", "5", (folder / "page1.png").string(),
+                                 (folder / "page2.png").string()},
+                                dir);
+  ASSERT_EQ(cli.status, 0) << cli.err;
+  const auto lines = cli.lines();
+  ASSERT_EQ(lines.size(), 2u);
+
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  auto r = post(c, "/ocr", {{"images", json::array({b64_page("page1.png"), b64_page("page2.png")})}, {"max_tokens", 5}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = body_of(r);
+  ASSERT_EQ(j.at("pages").size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const json want = json::parse(lines[i]);
+    const json& got = j.at("pages")[i];
+    EXPECT_EQ(got.at("tokens"), want.at("tokens").size());
+    EXPECT_EQ(got.at("text"), want.at("text"));
+    ASSERT_TRUE(got.at("blocks").is_array()) << got;
+    EXPECT_EQ(got.at("blocks"), want.at("blocks"));
+  }
+  r = post(c, "/ocr", {{"images", json::array({b64_page("page1.png")})}, {"task", "formula"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 422) << r->body;  // a validation error, as the other routes answer one
+  EXPECT_NE(r->body.find("markdown"), std::string::npos) << r->body;
+  r = post(c, "/ocr", {{"images", json::array({b64_page("page2.png")})}, {"task", "describe"}, {"max_tokens", 2}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+}  // namespace
+}  // namespace il::server_test
