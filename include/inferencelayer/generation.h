@@ -22,6 +22,9 @@ struct PatchImage {
   // one patch row per patch, row-major in each view; their sides in patches. Empty for other
   // models (grid_thw describes the image).
   std::vector<int> view_sides;
+  // DeepSeek-OCR (v1) pages with tiles: the tiles' grid, columns then rows (the processor's
+  // image_spatial_crop); the tiles are row-major over it.
+  std::array<int, 2> tile_grid{};
 };
 
 // How the next token is picked from the logits, in transformers' order: repetition penalty, the

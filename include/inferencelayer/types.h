@@ -11,7 +11,8 @@ namespace il {
 
 // Epilogue activations of a GEMM and of MLP / head layers. Switch on these without `default`
 // so that a new enumerator fails to compile until every switch handles it.
-enum class Activation { kNone, kGeluErf, kGeluTanh, kSilu, kRelu, kTanh };
+// kQuickGelu: x · sigmoid(1.702 x) (CLIP's quick_gelu; DeepSeek-OCR's CLIP-L).
+enum class Activation { kNone, kGeluErf, kGeluTanh, kSilu, kRelu, kTanh, kQuickGelu };
 
 enum class PoolingMode { kMean, kCls, kLastToken };
 
@@ -23,6 +24,7 @@ constexpr std::string_view activation_name(Activation a) {
     case Activation::kSilu: return "silu";
     case Activation::kRelu: return "relu";
     case Activation::kTanh: return "tanh";
+    case Activation::kQuickGelu: return "quick_gelu";
   }
   return "?";
 }

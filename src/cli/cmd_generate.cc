@@ -8,6 +8,9 @@
 // DeepSeek-OCR-2 pages take its processor's names instead, one page a line:
 //   {"input_ids": [...], "pixel_values": [[[[...]]]] (1 × 3 × S × S, the global view),
 //    "pixel_values_local": [...] (n × 3 × s × s, the tiles; optional), "num_local_patches": [n]}
+// DeepSeek-OCR (v1) the names of its reference processor: the same pixel_values and
+// pixel_values_local, "num_local_crops": [n] and "image_spatial_crop": [[columns, rows]] (the
+// tiles' grid);
 // and --output-kind sam prints {"sam": [[...] per view]} (SAM after its down-sampling
 // convolutions, NCHW, the tiles then the global view). Any array field may be given as
 // {"npy": "file.npy"}, relative to the input file.
@@ -18,6 +21,7 @@
 // --prompt "text" generates from one text instead (the folder's chat template applied around it
 // as one user message unless --raw), streaming the text as it is produced (a block-diffusion
 // model: each committed canvas).
+#include <array>
 #include <cmath>
 #include <functional>
 #include <cstdio>
@@ -116,8 +120,10 @@ std::pair<std::vector<std::size_t>, std::vector<float>> dense_array(const nlohma
 }
 
 // DeepSeek-OCR-2's processor outputs: pixel_values [1, 3, S, S] (the global view),
-// pixel_values_local [n, 3, s, s] (the tiles) with num_local_patches [n] — one page a line.
-PatchImage view_page(const nlohmann::json& j, std::string_view where, std::size_t patch) {
+// pixel_values_local [n, 3, s, s] (the tiles) with num_local_patches [n] — one page a line. v1's:
+// num_local_crops [n] in place of num_local_patches, and image_spatial_crop [[columns, rows]].
+PatchImage view_page(const nlohmann::json& j, std::string_view where, std::size_t patch, bool v1) {
+  const std::string count_key = v1 ? "num_local_crops" : "num_local_patches";
   const auto [g_shape, global] = dense_array(j.at("pixel_values"), 4, where, "pixel_values");
   if (g_shape[0] != 1 || g_shape[1] != 3 || g_shape[2] != g_shape[3])
     throw input_error(where, "\"pixel_values\" must be [1, 3, S, S] (one page's global view)");
@@ -131,24 +137,44 @@ PatchImage view_page(const nlohmann::json& j, std::string_view where, std::size_
     count = l_shape[0];
     side = l_shape[2];
   }
-  if (has_key(j, "num_local_patches")) {
-    const std::vector<int32_t> n = get_int_array(j, "num_local_patches", where);
+  if (has_key(j, count_key.c_str())) {
+    const std::vector<int32_t> n = get_int_array(j, count_key.c_str(), where);
     if (n.size() != 1 || static_cast<std::size_t>(n[0]) != count)
-      throw input_error(where, "\"num_local_patches\" must be [" + std::to_string(count) +
+      throw input_error(where, "\"" + count_key + "\" must be [" + std::to_string(count) +
                                    "] (one page a line, as many tiles as pixel_values_local holds)");
   } else if (count > 0) {
-    throw input_error(where, "give \"num_local_patches\" with \"pixel_values_local\"");
+    throw input_error(where, "give \"" + count_key + "\" with \"pixel_values_local\"");
+  }
+  std::array<int, 2> grid{};
+  if (v1 && count > 0) {
+    const auto it = j.find("image_spatial_crop");
+    if (it == j.end() || !it->is_array() || it->size() != 1 || !(*it)[0].is_array() || (*it)[0].size() != 2 ||
+        !(*it)[0][0].is_number_integer() || !(*it)[0][1].is_number_integer())
+      throw input_error(where, "give \"image_spatial_crop\": [[columns, rows]] (the tiles' grid) with "
+                               "\"pixel_values_local\"");
+    grid = {(*it)[0][0].get<int>(), (*it)[0][1].get<int>()};
+    if (grid[0] < 1 || grid[1] < 1 || static_cast<std::size_t>(grid[0]) * static_cast<std::size_t>(grid[1]) != count)
+      throw input_error(where, "\"image_spatial_crop\" [[" + std::to_string(grid[0]) + ", " + std::to_string(grid[1]) +
+                                   "]] does not hold the " + std::to_string(count) + " tiles of pixel_values_local");
   }
   if (g_shape[2] % patch != 0 || (count > 0 && side % patch != 0))
     throw input_error(where, "views of " + std::to_string(g_shape[2]) + " and " + std::to_string(side) +
                                  " pixels are not whole patches of " + std::to_string(patch));
-  return runtime::make_view_page(global.data(), g_shape[2], tiles.data(), count, side, patch);
+  PatchImage page = runtime::make_view_page(global.data(), g_shape[2], tiles.data(), count, side, patch);
+  page.tile_grid = grid;
+  return page;
 }
 
 GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, const GenerateArgs& a,
                              const ModelInfo& info) {
-  const bool views = info.layout == "deepseek-ocr2";
-  if (views)
+  const bool v1 = info.layout == "deepseek-ocr", views = v1 || info.layout == "deepseek-ocr2";
+  if (v1)
+    check_fields(j,
+                 {"input_ids", "pixel_values", "pixel_values_local", "num_local_crops", "image_spatial_crop",
+                  "attention_mask", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "repetition_penalty",
+                  "no_repeat_ngram_size", "stop_ids"},
+                 where);
+  else if (views)
     check_fields(j,
                  {"input_ids", "pixel_values", "pixel_values_local", "num_local_patches", "attention_mask",
                   "max_new_tokens", "temperature", "top_k", "top_p", "seed", "repetition_penalty",
@@ -182,7 +208,8 @@ GenerationRequest parse_line(const nlohmann::json& j, std::string_view where, co
   if (has_key(j, "no_repeat_ngram_size")) r.options.no_repeat_ngram = get_count(j, "no_repeat_ngram_size", where);
   if (has_key(j, "stop_ids")) r.options.stop_ids = get_int_array(j, "stop_ids", where);
   if (views) {
-    if (has_key(j, "pixel_values")) r.images.push_back(view_page(j, where, static_cast<std::size_t>(info.patch_size)));
+    if (has_key(j, "pixel_values"))
+      r.images.push_back(view_page(j, where, static_cast<std::size_t>(info.patch_size), v1));
     else if (has_key(j, "pixel_values_local")) throw input_error(where, "\"pixel_values_local\" needs \"pixel_values\"");
     return r;
   }

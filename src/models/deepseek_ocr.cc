@@ -275,7 +275,7 @@ void set_ocr_prompt(GenerationSpec& g) {
         continue;
       }
       ++images;
-      ids.insert(ids.end(), views.page_rows(page.view_sides), image);
+      ids.insert(ids.end(), views.page_rows(page.view_sides, page.tile_grid), image);
     }
     check(images == 1, "tokenizer.json: the OCR prompt holds ", images, " image tokens (one expected)");
     return ids;

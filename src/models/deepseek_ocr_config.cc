@@ -117,6 +117,86 @@ QueryEncoderConfig parse_query_encoder(const json& e, const std::string& where) 
   return c;
 }
 
+// v1's SAM (vision_config.width.sam_vit_b): the original config names width, layers, heads,
+// global_attn_indexes and downsample_channels; the rest is the reference code's constants
+// (build_sam_vit_b), which a config may override for other geometries (the tiny fixtures).
+SamConfig parse_v1_sam(const json& s, int image_size, const std::string& where) {
+  check(s.is_object(), where, ": expected a JSON object, got ", d::type_name(s));
+  SamConfig c;
+  c.hidden = d::int_in_range(s, "width", where, 1, kMaxDim, 768);
+  c.layers = d::int_in_range(s, "layers", where, 1, 1024, 12);
+  c.heads = d::int_in_range(s, "heads", where, 1, 1024, 12);
+  check(c.hidden % c.heads == 0, where, ": width ", c.hidden, " is not a multiple of heads ", c.heads);
+  c.head_dim = c.hidden / c.heads;
+  c.mlp_dim = d::int_in_range(s, "mlp_dim", where, 1, kMaxDim, 4 * c.hidden);
+  c.image_size = d::int_in_range(s, "image_size", where, 1, 1 << 16, image_size);
+  c.patch = d::int_in_range(s, "patch_size", where, 1, 1024, 16);
+  check(c.image_size % c.patch == 0, where, ": image_size ", c.image_size, " is not a multiple of patch_size ", c.patch);
+  c.window = d::int_in_range(s, "window_size", where, 1, 1024, 14);
+  c.global_layers = int_list(s, "global_attn_indexes", where, {2, 5, 8, 11}, 0, c.layers - 1);
+  c.neck_channels = d::int_in_range(s, "out_chans", where, 1, kMaxDim, 256);
+  const std::vector<int> down = int_list(s, "downsample_channels", where, {512, 1024}, 1, 1 << 20);
+  check(down.size() == 2, where, ": downsample_channels must hold 2 widths, got ", down.size());
+  c.downsample = {down[0], down[1]};
+  c.eps = d::opt_positive_float(s, "layer_norm_eps", where, 1e-6f);
+  return c;
+}
+
+ClipTowerConfig parse_v1_clip(const json& s, const std::string& where) {
+  check(s.is_object(), where, ": expected a JSON object, got ", d::type_name(s));
+  ClipTowerConfig c;
+  c.hidden = d::int_in_range(s, "width", where, 1, kMaxDim, 1024);
+  c.layers = d::int_in_range(s, "layers", where, 1, 1024, 24);
+  c.heads = d::int_in_range(s, "heads", where, 1, 1024, 16);
+  check(c.hidden % c.heads == 0, where, ": width ", c.hidden, " is not a multiple of heads ", c.heads);
+  c.head_dim = c.hidden / c.heads;
+  c.intermediate = d::int_in_range(s, "intermediate_size", where, 1, kMaxDim, 4 * c.hidden);
+  const int image = d::int_in_range(s, "image_size", where, 1, 1 << 16, 224);
+  const int patch = d::int_in_range(s, "patch_size", where, 1, 1024, 14);
+  check(image % patch == 0, where, ": image_size ", image, " is not a multiple of patch_size ", patch);
+  c.grid = image / patch;
+  c.eps = d::opt_positive_float(s, "layer_norm_eps", where, 1e-5f);
+  const std::string act = d::opt_string(s, "hidden_act", where).value_or("quick_gelu");
+  check(act == "quick_gelu", where, ": hidden_act \"", act, "\" is not supported (DeepEncoder's CLIP: quick_gelu)");
+  return c;
+}
+
+DeepseekOcrConfig parse_v1(const json& j, const std::string& src, DeepseekOcrConfig c) {
+  if (c.architecture.empty()) c.architecture = "DeepseekOCRForCausalLM";
+  check(c.architecture == "DeepseekOCRForCausalLM", src, ": architecture \"", c.architecture,
+        "\" is not supported for deepseek_vl_v2 (supported: DeepseekOCRForCausalLM, DeepSeek-OCR)");
+  c.version = 1;
+  // The decoder's fields: language_config (the original folder also repeats them at the top).
+  const auto lang = j.find("language_config");
+  const bool nested = lang != j.end() && lang->is_object();
+  c.text = parse_deepseek_text_config(nested ? *lang : j, src + (nested ? " (language_config)" : ""));
+  c.vision = d::req_object(j, "vision_config", src);
+  const std::string vw = src + " (vision_config.width)";
+  const json& width = d::req_object(c.vision, "width", src + " (vision_config)");
+  const int image_size = d::int_in_range(c.vision, "image_size", src + " (vision_config)", 1, 1 << 16, 1024);
+  c.sam = parse_v1_sam(d::req_object(width, "sam_vit_b", vw), image_size, vw + " sam_vit_b");
+  c.clip = parse_v1_clip(d::req_object(width, "clip-l-14-224", vw), vw + " clip-l-14-224");
+  check(c.sam.downsample[1] == c.clip.hidden, src, ": sam_vit_b downsample_channels[1] (", c.sam.downsample[1],
+        ") must equal the CLIP width (", c.clip.hidden, "): SAM's output rows are CLIP's tokens");
+  const json& proj = d::req_object(j, "projector_config", src);
+  const std::string pw = src + " (projector_config)";
+  const std::string type = d::opt_string(proj, "projector_type", pw).value_or("linear");
+  check(type == "linear", pw, ": projector_type \"", type, "\" is not supported (DeepSeek-OCR's: linear)");
+  const int in = d::int_in_range(proj, "input_dim", pw, 1, kMaxDim, 2 * c.clip.hidden);
+  check(in == c.clip.hidden + c.sam.downsample[1], pw, ": input_dim ", in, " must be the CLIP width plus SAM's (",
+        c.clip.hidden + c.sam.downsample[1], "): the projector reads both side by side");
+  const int out = d::int_in_range(proj, "n_embed", pw, 1, kMaxDim, c.text.hidden);
+  check(out == c.text.hidden, pw, ": n_embed ", out, " must be the decoder's hidden_size ", c.text.hidden);
+  if (const auto tag = d::opt_string(j, "tile_tag", src))
+    check(*tag == "2D", src, ": tile_tag \"", *tag, "\" is not supported (supported: 2D)");
+  if (const auto pos = d::opt_string(j, "global_view_pos", src))
+    check(*pos == "head", src, ": global_view_pos \"", *pos, "\" is not supported (supported: head)");
+  c.image_token_id = d::token_id_field(j, "image_token_id", src, 128815, c.text.vocab);
+  c.tie_word_embeddings = d::opt_bool(j, "tie_word_embeddings", src).value_or(false);
+  c.random_weights = d::opt_bool(j, "inferencelayer_random_weights", src).value_or(false);
+  return c;
+}
+
 }  // namespace
 
 bool SamConfig::is_global(int layer) const {
@@ -183,12 +263,14 @@ DeepseekOcrConfig parse_deepseek_ocr_config(const json& j, const std::string& sr
   check(j.is_object(), src, ": expected a JSON object, got ", d::type_name(j));
   DeepseekOcrConfig c;
   c.model_type = d::req_string(j, "model_type", src);
-  check(c.model_type == "deepseek_ocr2", src, ": model_type \"", c.model_type, "\" is not deepseek_ocr2");
+  check(c.model_type == "deepseek_ocr2" || c.model_type == "deepseek_vl_v2", src, ": model_type \"", c.model_type,
+        "\" is not deepseek_ocr2 (DeepSeek-OCR-2) or deepseek_vl_v2 (DeepSeek-OCR)");
   if (const auto it = j.find("architectures"); it != j.end() && !it->is_null()) {
     check(it->is_array() && !it->empty() && it->front().is_string(), src,
           ": field \"architectures\" must be an array of strings, got ", d::describe(*it));
     c.architecture = it->front().get<std::string>();
   }
+  if (c.model_type == "deepseek_vl_v2") return parse_v1(j, src, std::move(c));
   if (c.architecture.empty()) c.architecture = "DeepseekOcr2ForConditionalGeneration";
   check(c.architecture == "DeepseekOcr2ForConditionalGeneration", src, ": architecture \"", c.architecture,
         "\" is not supported for deepseek_ocr2 (supported: DeepseekOcr2ForConditionalGeneration)");

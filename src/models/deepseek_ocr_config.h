@@ -1,5 +1,7 @@
 // config.json of a DeepSeek-OCR folder: DeepSeek-OCR-2 (transformers' DeepseekOcr2Config,
-// model_type "deepseek_ocr2") and the text decoder both versions share, a DeepSeek-V2 mixture of
+// model_type "deepseek_ocr2"), DeepSeek-OCR (v1: the original deepseek-ai/DeepSeek-OCR layout,
+// model_type "deepseek_vl_v2", vision_config.width.{sam_vit_b, clip-l-14-224}) and the text
+// decoder both versions share, a DeepSeek-V2 mixture of
 // experts with plain multi-head attention (no MLA). See docs/deepseek-ocr.md.
 // Unsupported features are refused naming the field.
 #pragma once
@@ -50,6 +52,14 @@ struct QueryEncoderConfig {
   float rope_theta = 1000000.0f;
 };
 
+// DeepSeek-OCR (v1)'s CLIP-L over SAM features (vision_config.width["clip-l-14-224"]): pre-LN
+// layers with quick-GELU MLPs; its position table covers a grid of image_size / patch_size.
+struct ClipTowerConfig {
+  int hidden = 1024, layers = 24, heads = 16, head_dim = 64, intermediate = 4096;
+  int grid = 16;  // the position table's side: 1 + grid² rows
+  float eps = 1e-5f;
+};
+
 struct DeepseekOcrConfig {
   std::string model_type, architecture;
   int version = 2;                 // 1: DeepSeek-OCR, 2: DeepSeek-OCR-2
@@ -57,6 +67,7 @@ struct DeepseekOcrConfig {
   nlohmann::json vision;           // "vision_config" as given
   SamConfig sam;
   QueryEncoderConfig encoder;      // version 2
+  ClipTowerConfig clip;            // version 1
   int image_token_id = 0;
   bool tie_word_embeddings = false;
   bool random_weights = false;

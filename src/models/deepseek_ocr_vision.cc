@@ -274,13 +274,110 @@ void build_encoder(BuiltModel& m, const DeepseekOcrConfig& cfg, const WeightSour
   v.separator = src.load("model.view_seperator", {text});
 }
 
+// v1's "encoder": CLIP-L over each view's [class token, SAM rows] (the CLIP patch convolution is
+// not used: SAM's rows are the tokens), pre-layernorm, quick-GELU layers, no final norm; each
+// token's CLIP output beside its SAM row ([clip | sam], the fused buffer), then the projector.
+// The SAM rows are gathered into the fused buffer's right half first (the class token gets a zero
+// row there), so the embedding's sum and the fusion read the same copy.
+void build_clip(BuiltModel& m, const DeepseekOcrConfig& cfg, const WeightSource& src, ViewVisionSpec& v) {
+  const ClipTowerConfig& c = cfg.clip;
+  plan::Plan& plan = m.plan;
+  Layers l(plan, src, "encoder");
+  const std::string V = "model.vision_model.";
+  const int64_t C = c.hidden, I = c.intermediate;
+  const std::size_t cw = static_cast<std::size_t>(C), hd = static_cast<std::size_t>(c.head_dim);
+  const BufferId fused = plan.add_buffer("clip.fused", Rows::kTokens, 2 * cw);
+  const BufferId emb = plan.add_buffer("clip.embed", Rows::kTokens, cw);
+  const BufferId cur = plan.add_buffer("clip.residual", Rows::kTokens, cw);
+  const BufferId normed = plan.add_buffer("clip.normed", Rows::kTokens, cw);
+  const BufferId tmp = plan.add_buffer("clip.proj_out", Rows::kTokens, cw);
+  const BufferId wide = plan.add_buffer("clip.wide", Rows::kTokens, std::max(3 * cw, static_cast<std::size_t>(I)));
+  const BufferId ctx = plan.add_buffer("clip.attn_ctx", Rows::kTokens, cw);
+  const View sam_half{fused, cw, cw}, clip_half{fused, 0, cw};
+
+  l.add("clip.sam_rows", plan::GatherRowsStep{plan.whole(v.down2), 1, sam_half});
+  // The embedding rows as one table the batch's token ids index: per view side, the class
+  // embedding plus the class position, then the grid's positions (resized bicubic with
+  // antialiasing when the side differs from the table's); the SAM rows are added by the
+  // pre-layernorm's residual input.
+  const std::vector<float> cls = src.load(V + "embeddings.class_embedding", {C});
+  const int64_t g0 = c.grid, table_rows = 1 + g0 * g0;
+  const std::vector<float> table = src.load(V + "embeddings.position_embedding.weight", {table_rows, C});
+  std::vector<float> positions;
+  for (std::size_t s : v.sides) {
+    const std::size_t n = ViewVisionSpec::sam_side(s);
+    v.clip_position_rows.push_back(positions.size() / cw);
+    for (std::size_t k = 0; k < cw; ++k) positions.push_back(cls[k] + table[k]);
+    if (n == static_cast<std::size_t>(g0)) {
+      positions.insert(positions.end(), table.begin() + C, table.end());
+    } else {
+      const std::size_t g = static_cast<std::size_t>(g0);
+      const std::vector<float> r =
+          image::resize_float_aa(table.data() + cw, g, g, cw, n, n, image::ResampleFilter::bicubic);
+      positions.insert(positions.end(), r.begin(), r.end());
+    }
+  }
+  plan::EmbedStep e;
+  const auto prow = static_cast<int64_t>(positions.size() / cw);
+  e.word = plan.add_weight("clip.embedding(per side)", {prow, C}, std::move(positions));
+  e.out = plan.whole(emb);
+  l.add("clip.embed", e);
+  const NormSpec ln{false, Bias::kRequired, c.eps};
+  l.add("clip.pre_layrnorm", l.norm(V + "pre_layrnorm", ln, C, plan.whole(emb), sam_half, plan.whole(cur)));
+
+  const auto lp = [&](int i) { return V + "transformer.layers." + std::to_string(i) + "."; };
+  l.add("clip.L0.norm1", l.norm(lp(0) + "layer_norm1", ln, C, plan.whole(cur), {}, plan.whole(normed)));
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string b = lp(i), L = "clip.L" + std::to_string(i) + ".";
+    l.add(L + "qkv", l.linear(b + "self_attn.qkv_proj", 3 * C, C, plan.whole(normed), plan.slice(wide, 0, 3 * cw),
+                              Bias::kRequired));
+    plan::AttentionStep att;
+    att.q = View{wide, 0, cw};
+    att.k = View{wide, cw, cw};
+    att.v = View{wide, 2 * cw, cw};
+    att.heads = att.kv_heads = static_cast<std::size_t>(c.heads);
+    att.head_dim = hd;
+    att.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    att.mask = ops::MaskMode::kBidirectional;  // within each view
+    att.out = plan.whole(ctx);
+    l.add(L + "attention", att);
+    l.add(L + "out_proj", l.linear(b + "self_attn.out_proj", C, C, plan.whole(ctx), plan.whole(tmp), Bias::kRequired));
+    l.add(L + "norm2", l.norm(b + "layer_norm2", ln, C, plan.whole(tmp), plan.whole(cur), plan.whole(normed),
+                              plan.whole(cur)));
+    l.add(L + "fc1", l.linear(b + "mlp.fc1", I, C, plan.whole(normed), plan.slice(wide, 0, static_cast<std::size_t>(I)),
+                              Bias::kRequired, Activation::kQuickGelu));
+    l.add(L + "fc2", l.linear(b + "mlp.fc2", C, I, plan.slice(wide, 0, static_cast<std::size_t>(I)), plan.whole(tmp),
+                              Bias::kRequired));
+    if (i + 1 < c.layers)
+      l.add("clip.L" + std::to_string(i + 1) + ".norm1",
+            l.norm(lp(i + 1) + "layer_norm1", ln, C, plan.whole(tmp), plan.whole(cur), plan.whole(normed),
+                   plan.whole(cur)));
+  }
+  // The last layer's residual sum into the fused buffer's left half (its normalised output is
+  // scratch), then the projector over [clip | sam].
+  const plan::WeightId ones = plan.add_weight("clip.ones", {C}, std::vector<float>(cw, 1.0f));
+  l.add("clip.last_sum", plan::LayerNormStep{plan.whole(tmp), plan.whole(cur), ones, plan::kNoWeight, c.eps, false,
+                                             plan.whole(normed), clip_half});
+  const int64_t text = cfg.text.hidden;
+  const BufferId out = plan.add_buffer("clip.projected", Rows::kTokens, static_cast<std::size_t>(text));
+  l.add("clip.projector", l.linear("model.projector.layers", text, 2 * C, plan.whole(fused), plan.whole(out),
+                                   Bias::kRequired));
+  v.rows = plan.whole(out);
+  v.separator = src.load("model.view_seperator", {text});
+  v.newline = src.load("model.image_newline", {text});
+  v.clip = true;
+}
+
 }  // namespace
 
 void build_deepseek_ocr2_vision(BuiltModel& m, const DeepseekOcrConfig& c, const WeightSource& src) {
   GenerationSpec& g = *m.generation;
   g.views.emplace();
   SamBuilder(m, c, src).build(*g.views);
-  build_encoder(m, c, src, *g.views);
+  if (c.version == 1)
+    build_clip(m, c, src, *g.views);
+  else
+    build_encoder(m, c, src, *g.views);
   // The decoder's image rows: as many as the largest vision batch gives (the runtime sizes them).
   g.image_rows = m.plan.add_persistent_buffer("image_rows", kUnsizedRows, static_cast<std::size_t>(c.text.hidden));
   m.capabilities.ocr = true;
@@ -313,6 +410,31 @@ std::map<std::string, std::vector<int64_t>> deepseek_ocr2_vision_tensors(const D
   t[kSam + "neck.3.weight"] = t[kSam + "neck.3.bias"] = {N};
   t[kSam + "net_2.weight"] = {s.downsample[0], N, 3, 3};
   t[kSam + "net_3.weight"] = {s.downsample[1], s.downsample[0], 3, 3};
+  if (c.version == 1) {
+    const ClipTowerConfig& k = c.clip;
+    const std::string V = "model.vision_model.";
+    const int64_t C = k.hidden;
+    t[V + "embeddings.class_embedding"] = {C};
+    t[V + "embeddings.position_embedding.weight"] = {1 + static_cast<int64_t>(k.grid) * k.grid, C};
+    t[V + "pre_layrnorm.weight"] = t[V + "pre_layrnorm.bias"] = {C};
+    for (int i = 0; i < k.layers; ++i) {
+      const std::string n = V + "transformer.layers." + std::to_string(i) + ".";
+      for (const char* ln : {"layer_norm1", "layer_norm2"})
+        t[n + ln + ".weight"] = t[n + ln + ".bias"] = {C};
+      t[n + "self_attn.qkv_proj.weight"] = {3 * C, C};
+      t[n + "self_attn.qkv_proj.bias"] = {3 * C};
+      t[n + "self_attn.out_proj.weight"] = {C, C};
+      t[n + "self_attn.out_proj.bias"] = {C};
+      t[n + "mlp.fc1.weight"] = {k.intermediate, C};
+      t[n + "mlp.fc1.bias"] = {k.intermediate};
+      t[n + "mlp.fc2.weight"] = {C, k.intermediate};
+      t[n + "mlp.fc2.bias"] = {C};
+    }
+    t["model.projector.layers.weight"] = {c.text.hidden, 2 * C};
+    t["model.projector.layers.bias"] = {c.text.hidden};
+    t["model.image_newline"] = t["model.view_seperator"] = {c.text.hidden};
+    return t;
+  }
   const QueryEncoderConfig& e = c.encoder;
   const int64_t E = e.hidden, ehd = e.head_dim;
   t[kEncoder + "query_768.weight"] = {144, E};

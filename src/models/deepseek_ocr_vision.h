@@ -1,8 +1,9 @@
-// DeepSeek-OCR-2's vision as plan programs (docs/deepseek-ocr.md §2, §6): SAM ViT-B over square
+// DeepSeek-OCR's vision as plan programs (docs/deepseek-ocr.md §2, §6): SAM ViT-B over square
 // views of patch rows (windowed and global blocks with decomposed relative position), its neck,
-// the two stride-2 convolutions, then the Qwen2-style encoder over each view's SAM rows followed
-// by its learned queries (prefix-causal mask), and the projector. models/model.h, ViewVisionSpec,
-// says what each program's batch holds.
+// the two stride-2 convolutions, then for DeepSeek-OCR-2 the Qwen2-style encoder over each view's
+// SAM rows followed by its learned queries (prefix-causal mask), for v1 CLIP-L over the SAM rows
+// with its output beside them; then the projector. models/model.h, ViewVisionSpec, says what
+// each program's batch holds.
 #pragma once
 
 #include "models/deepseek_ocr_config.h"

@@ -3,6 +3,7 @@
 // the runtime, CLI, bench and server read this.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -86,6 +87,15 @@ struct ViewVisionSpec {
   // P ≤ small_max_patches, else `large` (table rows small ..).
   std::size_t queries_small = 0, queries_large = 0, small_max_patches = 0;
   std::vector<float> separator;           // the row after a page's views
+  // DeepSeek-OCR (v1): "encoder" is CLIP over each view's class token and SAM rows (batch tokens:
+  // rows of the embedding table, the side's block from clip_position_rows[side index] on: the
+  // class row, then one per SAM position; gather: −1, then the SAM rows), and a view gives one
+  // row per SAM position (its class row is
+  // dropped). A page's rows are grids with `newline` after each grid row: the tiles as one grid
+  // of tile_grid (columns, rows) tiles, then the global view, then the separator.
+  bool clip = false;
+  std::vector<std::size_t> clip_position_rows;
+  std::vector<float> newline;
 
   // A view of `side` patches after SAM's two stride-2 convolutions (3 × 3, padding 1): a side of
   // ⌊(side − 1) / 2⌋ + 1, twice.
@@ -93,8 +103,20 @@ struct ViewVisionSpec {
   std::size_t queries_for(std::size_t sam_rows) const {
     return sam_rows <= small_max_patches ? queries_small : queries_large;
   }
-  // The decoder rows of a page of views of these sides: each view's queries, then the separator.
-  std::size_t page_rows(const std::vector<int>& sides) const {
+  // The decoder rows of a page of views of these sides (v1: tiles on a grid of tile_grid
+  // columns × rows): each view's queries, then the separator; v1 its grids with their newlines.
+  std::size_t page_rows(const std::vector<int>& sides, std::array<int, 2> tile_grid = {}) const {
+    if (clip) {
+      if (sides.empty()) return 1;
+      const std::size_t n = sam_side(static_cast<std::size_t>(std::max(sides.back(), 1)));
+      std::size_t rows = 1 + n * (n + 1);
+      if (sides.size() > 1) {
+        const std::size_t m = sam_side(static_cast<std::size_t>(std::max(sides.front(), 1)));
+        rows += static_cast<std::size_t>(std::max(tile_grid[1], 0)) * m *
+                (static_cast<std::size_t>(std::max(tile_grid[0], 0)) * m + 1);
+      }
+      return rows;
+    }
     std::size_t rows = 1;
     for (int s : sides) {
       const std::size_t p = sam_side(static_cast<std::size_t>(s > 0 ? s : 1));

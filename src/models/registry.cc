@@ -55,8 +55,8 @@ const std::vector<Architecture>& architectures() {
       {"diffusion_gemma", {"diffusion_gemma"},
        "DiffusionGemma: block-diffusion text generation", check_diffusion_gemma_config, build_diffusion_gemma_folder,
        build_diffusion_gemma_random},
-      {"deepseek_ocr2", {"deepseek_ocr2"},
-       "OCR: page images to text (DeepSeek-OCR-2; v1's DeepEncoder not yet)",
+      {"deepseek_ocr", {"deepseek_ocr2", "deepseek_vl_v2"},
+       "OCR: page images to text (DeepSeek-OCR-2; DeepSeek-OCR v1, DeepseekOCRForCausalLM, from the original folder)",
        check_deepseek_ocr_config, build_deepseek_ocr_folder, build_deepseek_ocr_random},
   };
   return table;

@@ -23,6 +23,8 @@ inline float gelu_tanh(float v) {
 
 inline float silu(float v) { return v / (1.0f + fast_exp(-v)); }
 
+inline float quick_gelu(float v) { return v / (1.0f + fast_exp(-1.702f * v)); }
+
 inline float apply_activation(Activation act, float v) {
   switch (act) {
     case Activation::kNone: return v;
@@ -31,6 +33,7 @@ inline float apply_activation(Activation act, float v) {
     case Activation::kSilu: return silu(v);
     case Activation::kRelu: return v > 0.0f ? v : 0.0f;
     case Activation::kTanh: return fast_tanh(v);
+    case Activation::kQuickGelu: return quick_gelu(v);
   }
   return v;
 }

@@ -23,6 +23,7 @@ inline void each(float* y, std::size_t rows, std::size_t cols, std::size_t ld, F
     case Activation::kSilu: return each(y, rows, cols, ld, silu);
     case Activation::kRelu: return each(y, rows, cols, ld, [](float v) { return v > 0.0f ? v : 0.0f; });
     case Activation::kTanh: return each(y, rows, cols, ld, fast_tanh);
+    case Activation::kQuickGelu: return each(y, rows, cols, ld, quick_gelu);
   }
 }
 

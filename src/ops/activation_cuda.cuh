@@ -28,6 +28,7 @@ __device__ __forceinline__ float activate(float v) {
   if constexpr (A == Activation::kSilu) return v / (1.0f + expf(-v));
   if constexpr (A == Activation::kRelu) return v > 0.0f ? v : 0.0f;
   if constexpr (A == Activation::kTanh) return tanhf(v);
+  if constexpr (A == Activation::kQuickGelu) return v / (1.0f + expf(-1.702f * v));
   return v;
 }
 

@@ -54,6 +54,7 @@ __device__ __forceinline__ float activate(Activation a, float v) {
     case Activation::kSilu: return act::activate<Activation::kSilu>(v);
     case Activation::kRelu: return act::activate<Activation::kRelu>(v);
     case Activation::kTanh: return act::activate<Activation::kTanh>(v);
+    case Activation::kQuickGelu: return act::activate<Activation::kQuickGelu>(v);
   }
   return v;
 }

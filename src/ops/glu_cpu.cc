@@ -36,6 +36,7 @@ inline void gate_rows(const GluF32& a, std::size_t r0, std::size_t r1, F act) {
     case Activation::kSilu: return gate_rows(a, r0, r1, silu);
     case Activation::kRelu: return gate_rows(a, r0, r1, [](float v) { return v > 0.0f ? v : 0.0f; });
     case Activation::kTanh: return gate_rows(a, r0, r1, fast_tanh);
+    case Activation::kQuickGelu: return gate_rows(a, r0, r1, quick_gelu);
   }
 }
 

@@ -90,6 +90,7 @@ void launch_act(GluKernel k, const GluArgs& a, cudaStream_t stream) {
     case Activation::kSilu: return launch<Activation::kSilu, T>(k, a, stream);
     case Activation::kRelu: return launch<Activation::kRelu, T>(k, a, stream);
     case Activation::kTanh: return launch<Activation::kTanh, T>(k, a, stream);
+    case Activation::kQuickGelu: return launch<Activation::kQuickGelu, T>(k, a, stream);
   }
 }
 

@@ -580,6 +580,7 @@ void launch_act(const MoeArgs& a, const Workspace& w, dim3 grid_up, dim3 grid_do
     case Activation::kSilu: return launch_gemms<Activation::kSilu, T>(a, w, grid_up, grid_down, stream);
     case Activation::kRelu: return launch_gemms<Activation::kRelu, T>(a, w, grid_up, grid_down, stream);
     case Activation::kTanh: return launch_gemms<Activation::kTanh, T>(a, w, grid_up, grid_down, stream);
+    case Activation::kQuickGelu: return launch_gemms<Activation::kQuickGelu, T>(a, w, grid_up, grid_down, stream);
   }
   throw Error("moe (CUDA): unknown activation");
 }

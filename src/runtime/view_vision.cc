@@ -76,6 +76,41 @@ void append_patches(const float* chw, std::size_t side, std::size_t patch, std::
         }
 }
 
+// v1's page rows: the tiles as one grid of (rows · m) × (columns · m) positions, a newline after
+// each grid row; the global view's n × n the same way; then the separator (the reference's
+// order: local, global, separator).
+void assemble_grid_pages(const models::ViewVisionSpec& v, const std::vector<const PatchImage*>& pages,
+                         const std::vector<Matrix>& view_rows, std::vector<Matrix>& out) {
+  const std::size_t cols = v.rows.cols;
+  std::size_t next_view = 0;
+  for (std::size_t p = 0; p < pages.size(); ++p) {
+    const PatchImage& page = *pages[p];
+    float* dst = out[p].data.data();
+    const auto put = [&](const float* row) { dst = std::copy_n(row, cols, dst); };
+    const std::size_t tiles = page.view_sides.size() - 1;
+    if (tiles > 0) {
+      const std::size_t wt = static_cast<std::size_t>(page.tile_grid[0]), ht = static_cast<std::size_t>(page.tile_grid[1]);
+      const std::size_t m = side2({nullptr, static_cast<std::size_t>(page.view_sides[0])});
+      for (std::size_t gy = 0; gy < ht * m; ++gy) {
+        for (std::size_t gx = 0; gx < wt * m; ++gx) {
+          const Matrix& t = view_rows[next_view + (gy / m) * wt + gx / m];
+          put(t.data.data() + ((gy % m) * m + gx % m) * cols);
+        }
+        put(v.newline.data());
+      }
+    }
+    const Matrix& g = view_rows[next_view + tiles];
+    const std::size_t n = side2({nullptr, static_cast<std::size_t>(page.view_sides.back())});
+    for (std::size_t y = 0; y < n; ++y) {
+      for (std::size_t x = 0; x < n; ++x) put(g.data.data() + (y * n + x) * cols);
+      put(v.newline.data());
+    }
+    put(v.separator.data());
+    check(dst == out[p].data.data() + out[p].data.size(), "view vision: page ", p, " rows do not add up");
+    next_view += tiles + 1;
+  }
+}
+
 }  // namespace
 
 PatchImage make_view_page(const float* global, std::size_t global_side, const float* tiles, std::size_t tile_count,
@@ -107,9 +142,20 @@ void check_view_page(const models::ViewVisionSpec& v, const PatchImage& page, st
     const std::size_t s = static_cast<std::size_t>(page.view_sides[i]);
     (void)side_index(v, s, w);
     const std::size_t p2 = side2({nullptr, s}) * side2({nullptr, s});
-    check(s * s <= max_tokens && p2 + queries_for(v, p2) <= max_tokens, w, ": ", s * s,
+    check(s * s <= max_tokens && p2 + (v.clip ? 1 : queries_for(v, p2)) <= max_tokens, w, ": ", s * s,
           " patches do not fit one batch of ", max_tokens, " tokens");
     patches += s * s;
+  }
+  if (v.clip && page.view_sides.size() > 1) {
+    // v1 tiles sit on a grid (image_spatial_crop): columns × rows of them, all of one side.
+    const std::size_t tiles = page.view_sides.size() - 1;
+    check(page.tile_grid[0] > 0 && page.tile_grid[1] > 0 &&
+              static_cast<std::size_t>(page.tile_grid[0]) * static_cast<std::size_t>(page.tile_grid[1]) == tiles,
+          what, ": ", tiles, " tiles on a grid of ", page.tile_grid[0], " × ", page.tile_grid[1],
+          " (image_spatial_crop: columns, rows)");
+    for (std::size_t i = 1; i < tiles; ++i)
+      check(page.view_sides[i] == page.view_sides[0], what, ": tiles of different sides (", page.view_sides[0], ", ",
+            page.view_sides[i], ")");
   }
   check(page.rows.size() == patches * page.patch_dim, what, ": ", page.rows.size(), " values for views of ", patches,
         " patches of ", page.patch_dim);
@@ -119,7 +165,7 @@ void check_view_page(const models::ViewVisionSpec& v, const PatchImage& page, st
 
 std::size_t view_page_rows(const models::ViewVisionSpec& v, const PatchImage& page, std::size_t max_tokens) {
   check_view_page(v, page, max_tokens, "image");
-  return v.page_rows(page.view_sides);
+  return v.page_rows(page.view_sides, page.tile_grid);
 }
 
 ViewVisionResult run_view_vision(const models::ViewVisionSpec& v, plan::Executor& exec,
@@ -141,15 +187,16 @@ ViewVisionResult run_view_vision(const models::ViewVisionSpec& v, plan::Executor
       r.side = static_cast<std::size_t>(s);
       const std::size_t s2 = side2(r);
       r.patches2 = s2 * s2;
-      r.queries = queries_for(v, r.patches2);
+      r.queries = v.clip ? r.patches2 : queries_for(v, r.patches2);
       r.query_row = r.patches2 <= v.small_max_patches ? 0 : v.queries_small;
       rows += r.side * r.side * patch_dim;
       views.push_back(r);
       page_of.push_back(p);
       row += r.queries;
     }
-    out.pages.emplace_back(row + 1, v.rows.cols);
+    out.pages.emplace_back(v.clip ? v.page_rows(page.view_sides, page.tile_grid) : row + 1, v.rows.cols);
   }
+  std::vector<Matrix> view_rows;  // v1: each view's rows, laid out per page at the end
   std::vector<std::size_t> page_row(pages.size(), 0);
   std::vector<float> buf;
   for (std::size_t first = 0; first < views.size();) {
@@ -157,7 +204,7 @@ ViewVisionResult run_view_vision(const models::ViewVisionSpec& v, plan::Executor
     std::size_t last = first, sam_tokens = 0, enc_tokens = 0;
     while (last < views.size()) {
       const ViewRef& r = views[last];
-      const std::size_t st = r.side * r.side, et = r.patches2 + r.queries;
+      const std::size_t st = r.side * r.side, et = r.patches2 + (v.clip ? 1 : r.queries);
       if (last > first && (sam_tokens + st > max_tokens || enc_tokens + et > max_tokens)) break;
       sam_tokens += st;
       enc_tokens += et;
@@ -192,6 +239,38 @@ ViewVisionResult run_view_vision(const models::ViewVisionSpec& v, plan::Executor
       }
     }
 
+    if (v.clip) {
+      // v1's "encoder": per view its class token, then its SAM rows (gathered), their token ids
+      // the rows of the side's block of the embedding table (class, positions); bidirectional.
+      plan::Batch enc;
+      enc.seq_starts.push_back(0);
+      std::size_t sam_row = 0;
+      for (const ViewRef& r : group) {
+        const std::size_t base = v.clip_position_rows[side_index(v, r.side, "view")];
+        enc.gather.push_back(-1);
+        for (std::size_t i = 0; i < r.patches2; ++i) enc.gather.push_back(static_cast<int32_t>(sam_row + i));
+        for (std::size_t i = 0; i <= r.patches2; ++i) {
+          enc.tokens.push_back(static_cast<int32_t>(base + i));
+          enc.positions.push_back(static_cast<int32_t>(i));
+        }
+        sam_row += r.patches2;
+        enc.seq_starts.push_back(static_cast<int32_t>(enc.tokens.size()));
+      }
+      exec.set_batch(enc);
+      exec.run("encoder");
+      buf.resize(enc.tokens.size() * v.rows.cols);
+      exec.read(v.rows, buf.data());
+      std::size_t tok = 0;
+      for (const ViewRef& r : group) {
+        Matrix m(r.patches2, v.rows.cols);
+        std::copy_n(buf.begin() + static_cast<std::ptrdiff_t>((tok + 1) * v.rows.cols), m.data.size(), m.data.begin());
+        view_rows.push_back(std::move(m));
+        tok += 1 + r.patches2;
+      }
+      first = last;
+      continue;
+    }
+
     // "encoder": per view its SAM rows (injected), then its queries (embedding rows).
     plan::Batch enc;
     enc.seq_starts.push_back(0);
@@ -224,6 +303,10 @@ ViewVisionResult run_view_vision(const models::ViewVisionSpec& v, plan::Executor
       tok += r.patches2 + r.queries;
     }
     first = last;
+  }
+  if (v.clip) {
+    assemble_grid_pages(v, pages, view_rows, out.pages);
+    return out;
   }
   for (std::size_t p = 0; p < pages.size(); ++p)
     std::copy(v.separator.begin(), v.separator.end(),

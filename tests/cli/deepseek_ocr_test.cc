@@ -1,7 +1,9 @@
 // `inferencelayer generate` on a DeepSeek-OCR-2 folder (tests/fixtures/deepseek-ocr2, from
 // tools/oracle/make_deepseek_ocr_fixtures.py): the processor's names as the check form takes
 // them, the pixel arrays given as {"npy": ...} files next to the input file; the greedy tokens,
-// SAM's output (--output-kind sam) and the vision rows against transformers' recorded ones.
+// SAM's output (--output-kind sam) and the vision rows against transformers' recorded ones; the
+// same for DeepSeek-OCR v1 (tests/fixtures/deepseek-ocr, its reference processor's names:
+// num_local_crops, image_spatial_crop).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,14 +17,14 @@
 namespace il::cli_test {
 namespace {
 
-nlohmann::json expected() {
-  std::ifstream f(fixture_dir("deepseek-ocr2") / "expected.json");
+nlohmann::json expected(const std::string& name = "deepseek-ocr2") {
+  std::ifstream f(fixture_dir(name) / "expected.json");
   return nlohmann::json::parse(f);
 }
 
-std::vector<std::string> generate(const std::string& kind) {
+std::vector<std::string> generate(const std::string& kind, const std::string& name = "deepseek-ocr2") {
   ScratchDir dir;
-  const auto folder = fixture_dir("deepseek-ocr2");
+  const auto folder = fixture_dir(name);
   const RunResult r = run_cli_bounded({"generate", "-m", folder.string(), "--device", "cpu", "-i",
                                        (folder / "inputs.jsonl").string(), "--output-kind", kind, "--max-new-tokens",
                                        "20"},
@@ -38,19 +40,22 @@ double max_abs(const nlohmann::json& got, const std::vector<double>& want, std::
   return err;
 }
 
-TEST(DeepseekOcr2Cli, GreedyTokensFromNpyInputsMatchTransformers) {
-  const nlohmann::json e = expected();
-  const auto lines = generate("tokens");
+void check_tokens(const std::string& name) {
+  const nlohmann::json e = expected(name);
+  const auto lines = generate("tokens", name);
   ASSERT_EQ(lines.size(), e.at("cases").size());
   for (std::size_t i = 0; i < lines.size(); ++i)
     EXPECT_EQ(nlohmann::json::parse(lines[i]).at("tokens"), e.at("cases")[i].at("greedy")) << "line " << i + 1;
 }
 
+TEST(DeepseekOcr2Cli, GreedyTokensFromNpyInputsMatchTransformers) { check_tokens("deepseek-ocr2"); }
+TEST(DeepseekOcrV1Cli, GreedyTokensFromNpyInputsMatchTheReference) { check_tokens("deepseek-ocr"); }
+
 // SAM after its stride-2 convolutions, NCHW per view: the tiles (sam_local), then the global view.
-TEST(DeepseekOcr2Cli, SamOutputMatchesTransformers) {
-  const nlohmann::json e = expected();
-  const auto dir = fixture_dir("deepseek-ocr2");
-  const auto lines = generate("sam");
+void check_sam(const std::string& name) {
+  const nlohmann::json e = expected(name);
+  const auto dir = fixture_dir(name);
+  const auto lines = generate("sam", name);
   ASSERT_EQ(lines.size(), e.at("cases").size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const nlohmann::json& c = e.at("cases")[i];
@@ -72,15 +77,18 @@ TEST(DeepseekOcr2Cli, SamOutputMatchesTransformers) {
         ASSERT_EQ(views[v].size(), per_view[v]);
         err = std::max(err, max_abs(views[v], a.values, off));
       }
-    std::printf("[deepseek-ocr2 cli] %s: sam max-abs %.3g\n", c.at("name").get<std::string>().c_str(), err);
+    std::printf("[%s cli] %s: sam max-abs %.3g\n", name.c_str(), c.at("name").get<std::string>().c_str(), err);
     EXPECT_LE(err, 1e-4) << c.at("name");
   }
 }
 
-TEST(DeepseekOcr2Cli, VisionRowsMatchTransformers) {
-  const nlohmann::json e = expected();
-  const auto dir = fixture_dir("deepseek-ocr2");
-  const auto lines = generate("vision");
+TEST(DeepseekOcr2Cli, SamOutputMatchesTransformers) { check_sam("deepseek-ocr2"); }
+TEST(DeepseekOcrV1Cli, SamOutputMatchesTheReference) { check_sam("deepseek-ocr"); }
+
+void check_vision(const std::string& name) {
+  const nlohmann::json e = expected(name);
+  const auto dir = fixture_dir(name);
+  const auto lines = generate("vision", name);
   ASSERT_EQ(lines.size(), e.at("cases").size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const nlohmann::json& c = e.at("cases")[i];
@@ -91,6 +99,39 @@ TEST(DeepseekOcr2Cli, VisionRowsMatchTransformers) {
     for (std::size_t r = 0; r < rows.size(); ++r) err = std::max(err, max_abs(rows[r], want.values, r * rows[r].size()));
     EXPECT_LE(err, 1e-4) << c.at("name");
   }
+}
+
+TEST(DeepseekOcr2Cli, VisionRowsMatchTransformers) { check_vision("deepseek-ocr2"); }
+TEST(DeepseekOcrV1Cli, VisionRowsMatchTheReference) { check_vision("deepseek-ocr"); }
+
+// v1 tiles need their grid; the names are v1's own.
+TEST(DeepseekOcrV1Cli, TilesWithoutTheirGridAreRefused) {
+  ScratchDir dir;
+  const auto folder = fixture_dir("deepseek-ocr");
+  std::ifstream in(folder / "inputs.jsonl");
+  std::string line;
+  for (int i = 0; i < 3; ++i) std::getline(in, line);
+  nlohmann::json tiled = nlohmann::json::parse(line);
+  ASSERT_TRUE(tiled.contains("image_spatial_crop"));
+  for (auto& [k, v] : tiled.items())
+    if (v.is_object() && v.contains("npy")) v["npy"] = (folder / v["npy"].get<std::string>()).string();
+  const std::vector<std::string> args = {"generate", "-m", folder.string(), "--device", "cpu", "--max-new-tokens", "1"};
+  nlohmann::json no_grid = tiled;
+  no_grid.erase("image_spatial_crop");
+  RunResult r = run_cli_bounded(args, dir, {no_grid.dump()});
+  EXPECT_NE(r.status, 0);
+  expect_contains(r.err, {"input line 1", "image_spatial_crop"});
+  nlohmann::json wrong = tiled;
+  wrong["image_spatial_crop"] = {{2, 2}};
+  r = run_cli_bounded(args, dir, {wrong.dump()});
+  EXPECT_NE(r.status, 0);
+  expect_contains(r.err, {"input line 1", "image_spatial_crop", "6 tiles"});
+  nlohmann::json v2_name = tiled;
+  v2_name["num_local_patches"] = v2_name["num_local_crops"];
+  v2_name.erase("num_local_crops");
+  r = run_cli_bounded(args, dir, {v2_name.dump()});
+  EXPECT_NE(r.status, 0);
+  expect_contains(r.err, {"input line 1", "num_local_patches"});
 }
 
 TEST(DeepseekOcr2Cli, BadPageLinesAreRefusedNamingTheField) {

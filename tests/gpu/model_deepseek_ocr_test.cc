@@ -1,5 +1,6 @@
 // DeepSeek-OCR-2 (tests/fixtures/deepseek-ocr2, a tiny random DeepseekOcr2ForConditionalGeneration)
-// on CUDA against transformers 5.17's outputs (tests/oracle/deepseek_ocr_fixture.h): SAM's
+// and DeepSeek-OCR v1 (tests/fixtures/deepseek-ocr, composed from transformers modules: its CLIP
+// tower and newline layout instead of the query encoder) on CUDA against transformers 5.17's outputs (tests/oracle/deepseek_ocr_fixture.h): SAM's
 // windowed and global attention with relative position, the gathered convolutions, the encoder's
 // prefix-causal attention, the mixture-of-experts decoder through the paged cache.
 // - f32: vision rows and last logits within 1e-3 of transformers, greedy tokens identical for the
@@ -20,13 +21,13 @@
 namespace il::test {
 namespace {
 
-std::unique_ptr<Engine> load(const std::string& dtype) {
+std::unique_ptr<Engine> load(const std::string& dtype, const std::string& folder) {
   EngineOptions o;
   o.device = "cuda:0";
   o.dtype = dtype;
   o.kv_page_size = 4;
   o.kv_cache_tokens = 2048;
-  return Engine::load(fixtures_root() / "deepseek-ocr2", o);
+  return Engine::load(fixtures_root() / folder, o);
 }
 
 double cosine(const float* a, const double* b, std::size_t n) {
@@ -39,10 +40,10 @@ double cosine(const float* a, const double* b, std::size_t n) {
   return ab / std::sqrt(aa * bb);
 }
 
-void check(const std::string& dtype) {
-  auto e = load(dtype);
+void check(const std::string& dtype, const std::string& folder = "deepseek-ocr2") {
+  auto e = load(dtype, folder);
   const bool f32 = dtype == "f32";
-  const std::vector<PageCase> cases = page_cases();
+  const std::vector<PageCase> cases = page_cases(folder);
   std::vector<GenerationRequest> requests;
   for (const PageCase& c : cases) {
     const std::vector<Matrix> rows = e->vision_rows({c.page});
@@ -50,7 +51,7 @@ void check(const std::string& dtype) {
     double err = 0.0;
     for (std::size_t i = 0; i < c.vision.size(); ++i) err = std::max(err, std::abs(rows[0].data[i] - c.vision.values[i]));
     const double cos = cosine(rows[0].data.data(), c.vision.values.data(), c.vision.size());
-    std::printf("[deepseek-ocr2 cuda %s] %s: vision rows max-abs %.3g, cosine %.6f\n", dtype.c_str(), c.name.c_str(), err,
+    std::printf("[%s cuda %s] %s: vision rows max-abs %.3g, cosine %.6f\n", folder.c_str(), dtype.c_str(), c.name.c_str(), err,
                 cos);
     if (f32)
       EXPECT_LE(err, 1e-3) << c.name;
@@ -64,7 +65,7 @@ void check(const std::string& dtype) {
     std::vector<double> want(cases[i].last_logits.begin(), cases[i].last_logits.end());
     for (std::size_t v = 0; v < logits.cols; ++v) err = std::max(err, std::abs(logits.row(i)[v] - want[v]));
     const double cos = cosine(logits.row(i), want.data(), logits.cols);
-    std::printf("[deepseek-ocr2 cuda %s] %s: last logits max-abs %.3g, cosine %.6f\n", dtype.c_str(),
+    std::printf("[%s cuda %s] %s: last logits max-abs %.3g, cosine %.6f\n", folder.c_str(), dtype.c_str(),
                 cases[i].name.c_str(), err, cos);
     if (f32)
       EXPECT_LE(err, 1e-3) << cases[i].name;
@@ -79,11 +80,11 @@ void check(const std::string& dtype) {
       std::size_t same = 0;
       while (same < got[i].tokens.size() && same < cases[i].greedy.size() && got[i].tokens[same] == cases[i].greedy[same])
         ++same;
-      std::printf("[deepseek-ocr2 cuda %s] %s: first %zu of %zu greedy tokens as transformers'\n", dtype.c_str(),
+      std::printf("[%s cuda %s] %s: first %zu of %zu greedy tokens as transformers'\n", folder.c_str(), dtype.c_str(),
                   cases[i].name.c_str(), same, cases[i].greedy.size());
     }
   }
-  if (!f32) return;
+  if (!f32 || folder != "deepseek-ocr2") return;
   std::vector<GenerationRequest> text;
   for (const TextCase& c : text_cases()) {
     GenerationRequest r;
@@ -110,6 +111,21 @@ TEST(DeepseekOcr2Gpu, F16CloseToTransformers) {
 TEST(DeepseekOcr2Gpu, Bf16CloseToTransformers) {
   IL_REQUIRE_GPU();
   check("bf16");
+}
+
+TEST(DeepseekOcrV1Gpu, F32MatchesTheReference) {
+  IL_REQUIRE_GPU();
+  check("f32", "deepseek-ocr");
+}
+
+TEST(DeepseekOcrV1Gpu, F16CloseToTheReference) {
+  IL_REQUIRE_GPU();
+  check("f16", "deepseek-ocr");
+}
+
+TEST(DeepseekOcrV1Gpu, Bf16CloseToTheReference) {
+  IL_REQUIRE_GPU();
+  check("bf16", "deepseek-ocr");
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(GpuGemm, MatchesCpuAtOddSizesActivationsAndStrides) {
   ThreadPool pool(0);
   ops::CublasLtGemm gemm;
   const Activation acts[] = {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh,
-                             Activation::kSilu, Activation::kRelu, Activation::kTanh};
+                             Activation::kSilu, Activation::kRelu, Activation::kTanh, Activation::kQuickGelu};
   uint32_t seed = 1;
   for (const GemmShape sh : {GemmShape{97, 257}, GemmShape{384, 1152}, GemmShape{1, 7}}) {
     const auto w = random_vector(sh.n * sh.k, seed++, 0.2f);
@@ -103,7 +103,7 @@ TEST(GpuGemm, SkinnyKernelMatchesCpuForFewRows) {
       const auto x = random_vector(m * sh.k, seed++, 1.0f);
       DeviceArray<float> dx(x);
       for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh, Activation::kSilu,
-                             Activation::kRelu, Activation::kTanh})
+                             Activation::kRelu, Activation::kTanh, Activation::kQuickGelu})
         for (bool with_bias : {false, true})
           for (bool direct : {false, true}) {
             std::vector<float> y_cpu(m * ldy, kSentinel);
@@ -142,7 +142,7 @@ TEST(GpuBiasActivation, MatchesCpuActivations) {
     DeviceArray<float> dbias(bias);
     for (bool with_bias : {true, false})
       for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh, Activation::kSilu,
-                             Activation::kRelu, Activation::kTanh}) {
+                             Activation::kRelu, Activation::kTanh, Activation::kQuickGelu}) {
         std::vector<float> cpu = y0;
         for (std::size_t r = 0; r < s.rows; ++r)
           for (std::size_t c = 0; c < s.cols; ++c)

@@ -26,8 +26,8 @@ std::vector<TextCase> text_cases() {
   return out;
 }
 
-std::vector<PageCase> page_cases() {
-  const std::filesystem::path dir = fixtures_root() / "deepseek-ocr2";
+std::vector<PageCase> page_cases(const std::string& folder) {
+  const std::filesystem::path dir = fixtures_root() / folder;
   std::ifstream f(dir / "expected.json");
   const nlohmann::json j = nlohmann::json::parse(f);
   const std::size_t patch = j.at("geometry").at("sam").at("patch_size").get<std::size_t>();
@@ -52,6 +52,10 @@ std::vector<PageCase> page_cases() {
     const std::vector<float> g = floats(global);
     p.page = runtime::make_view_page(g.data(), static_cast<std::size_t>(global.shape.at(3)), tiles.data(), tile_count,
                                      tile_side, patch);
+    if (c.contains("image_spatial_crop")) {
+      const auto grid = c.at("image_spatial_crop").at(0).get<std::vector<int>>();
+      p.page.tile_grid = {grid.at(0), grid.at(1)};
+    }
     p.vision = npy(c.at("vision"));
     out.push_back(std::move(p));
   }

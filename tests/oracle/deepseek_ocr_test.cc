@@ -4,7 +4,10 @@
 // tables resized (up), and a tiled page (tiles that need them resized down, windows padded): the
 // vision rows the decoder reads, the last position's logits and 20 greedy tokens; and the decoder
 // alone on text prompts (transformers recomputing the whole sequence per step; ours through the
-// KV cache). CPU, f32.
+// KV cache). CPU, f32. DeepSeek-OCR (v1), which transformers 5.17 lacks, against the same cases
+// composed from transformers modules (tools/oracle/deepseek_ocr_v1_reference.py: SAM with v1
+// widths, CLIPEncoder layers, the linear projector over [clip | sam], newline-per-row layout, the
+// same decoder) from the original folder's config.json and tensor names.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,12 +24,12 @@
 namespace il::test {
 namespace {
 
-std::unique_ptr<Engine> load() {
+std::unique_ptr<Engine> load(const std::string& folder = "deepseek-ocr2") {
   EngineOptions o;
   o.device = "cpu";
   o.kv_page_size = 4;
   o.kv_cache_tokens = 2048;
-  return Engine::load(fixtures_root() / "deepseek-ocr2", o);
+  return Engine::load(fixtures_root() / folder, o);
 }
 
 GenerationRequest request(const TextCase& c) {
@@ -128,6 +131,63 @@ TEST(DeepseekOcr2, RefusesPagesThatDoNotFitTheirPrompt) {
   EXPECT_THROW(e->generate({r}), Error);
   r.images = {cases.at(0).page};
   r.images[0].rows.pop_back();
+  EXPECT_THROW(e->generate({r}), Error);
+}
+
+TEST(DeepseekOcrV1, DescribesItself) {
+  auto e = load("deepseek-ocr");
+  const ModelInfo& i = e->info();
+  EXPECT_EQ(i.model_type, "deepseek_vl_v2");
+  EXPECT_EQ(i.layout, "deepseek-ocr");
+  EXPECT_TRUE(i.capabilities.generate);
+  EXPECT_TRUE(i.capabilities.ocr);
+}
+
+// Native view (CLIP's table as stored), a view whose SAM and CLIP tables are resized (up), and a
+// 3 × 2 grid of tiles (tables resized down, windows padded) with the global view.
+TEST(DeepseekOcrV1, VisionRowsMatchTheReference) {
+  auto e = load("deepseek-ocr");
+  const std::vector<PageCase> cases = page_cases("deepseek-ocr");
+  ASSERT_EQ(cases.size(), 3u);
+  for (const PageCase& c : cases) {
+    const std::vector<Matrix> rows = e->vision_rows({c.page});
+    ASSERT_EQ(rows.size(), 1u);
+    ASSERT_EQ(rows[0].data.size(), c.vision.size()) << c.name;
+    double err = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < c.vision.size(); ++i) {
+      err = std::max(err, std::abs(rows[0].data[i] - c.vision.values[i]));
+      scale = std::max(scale, std::abs(c.vision.values[i]));
+    }
+    std::printf("[deepseek-ocr v1 cpu f32] %s: %zu vision rows max-abs %.3g (largest %.3g)\n", c.name.c_str(),
+                rows[0].rows, err, scale);
+    EXPECT_LE(err, 1e-4) << c.name;
+  }
+}
+
+TEST(DeepseekOcrV1, PagesLastLogitsAndGreedyTokensMatchTheReference) {
+  auto e = load("deepseek-ocr");
+  const std::vector<PageCase> cases = page_cases("deepseek-ocr");
+  std::vector<GenerationRequest> requests;
+  for (const PageCase& c : cases) requests.push_back(page_request(c));
+  const Matrix logits = e->prompt_logits(requests);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    double err = 0.0;
+    for (std::size_t v = 0; v < logits.cols; ++v)
+      err = std::max(err, std::abs(static_cast<double>(logits.row(i)[v]) - cases[i].last_logits[v]));
+    std::printf("[deepseek-ocr v1 cpu f32] %s: last logits max-abs %.3g\n", cases[i].name.c_str(), err);
+    EXPECT_LE(err, 1e-4) << cases[i].name;
+  }
+  const std::vector<GenerationResult> got = e->generate(requests);
+  for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
+}
+
+TEST(DeepseekOcrV1, RefusesTilesWithoutTheirGrid) {
+  auto e = load("deepseek-ocr");
+  const std::vector<PageCase> cases = page_cases("deepseek-ocr");
+  GenerationRequest r = page_request(cases.at(2));
+  r.images[0].tile_grid = {2, 2};  // 6 tiles
+  EXPECT_THROW(e->generate({r}), Error);
+  r.images[0].tile_grid = {};
   EXPECT_THROW(e->generate({r}), Error);
 }
 

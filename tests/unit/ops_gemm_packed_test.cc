@@ -58,7 +58,7 @@ TEST(GemmPacked, GenericKernelIsAlwaysAvailable) {
 
 TEST(GemmPacked, EveryKernelMatchesDoubleReference) {
   const Activation acts[] = {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh,
-                             Activation::kSilu, Activation::kRelu, Activation::kTanh};
+                             Activation::kSilu, Activation::kRelu, Activation::kTanh, Activation::kQuickGelu};
   std::vector<PackedCase> cases;
   std::size_t i = 0;
   for (std::size_t m : {1, 2, 7, 15, 29, 130, 257})

@@ -22,6 +22,7 @@ double activation_ref(Activation act, double v) {
     case Activation::kSilu: return v / (1.0 + std::exp(-v));
     case Activation::kRelu: return v > 0 ? v : 0.0;
     case Activation::kTanh: return std::tanh(v);
+    case Activation::kQuickGelu: return v / (1.0 + std::exp(-1.702 * v));
   }
   return v;
 }

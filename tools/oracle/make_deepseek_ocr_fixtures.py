@@ -418,7 +418,8 @@ def build_ocr2(out):
 # ----------------------------------------------------------------------------------------------
 
 def v1_config_json(sam, text):
-    """config.json in the shape of deepseek-ai/DeepSeek-OCR's (field names inferred)."""
+    """config.json in the shape of deepseek-ai/DeepSeek-OCR's: language_config (repeated at the top
+    level, as the original does), vision_config.width, projector_config."""
     lang = dict(vocab_size=text["vocab_size"], hidden_size=text["hidden_size"],
                 intermediate_size=text["intermediate_size"], moe_intermediate_size=text["moe_intermediate_size"],
                 num_hidden_layers=text["num_hidden_layers"], num_attention_heads=text["num_attention_heads"],
@@ -431,20 +432,25 @@ def v1_config_json(sam, text):
                 max_position_embeddings=text["max_position_embeddings"], bos_token_id=BOS, eos_token_id=EOS,
                 attention_bias=False, tie_word_embeddings=False, model_type="deepseek_v2",
                 architectures=["DeepseekV2ForCausalLM"])
-    vision = dict(model_type="vision", layers=dict(
-        sam=dict(width=sam["hidden_size"], layers=sam["num_hidden_layers"], heads=sam["num_attention_heads"],
-                 patch_size=sam["patch_size"], image_size=sam["image_size"], window_size=sam["window_size"],
-                 global_attn_indexes=sam["global_attn_indexes"], mlp_dim=sam["mlp_dim"],
-                 out_chans=sam["output_channels"], downsample_channels=sam["downsample_channels"],
-                 layer_norm_eps=sam["layer_norm_eps"]),
-        clip=dict(width=CLIP["hidden_size"], layers=CLIP["num_hidden_layers"], heads=CLIP["num_attention_heads"],
-                  intermediate_size=CLIP["intermediate_size"], position_grid=CLIP_TABLE_GRID,
-                  hidden_act="quick_gelu", layer_norm_eps=1e-5)),
-        image_size=TILE, base_size=GLOBAL_NATIVE)
+    # The original folder's vision_config: vision_config.width.{sam_vit_b, clip-l-14-224} with the
+    # fields its config.json carries (width, layers, heads, global_attn_indexes,
+    # downsample_channels; CLIP's image_size / patch_size give its position grid), plus, for this
+    # tiny geometry, the reference code's constants the real config leaves out (SAM's patch_size,
+    # image_size, window_size, mlp_dim, out_chans, layer_norm_eps; CLIP's intermediate_size).
+    clip_patch = 14
+    vision = dict(model_type="vision", model_name="deeplip_b_l", image_size=sam["image_size"], width={
+        "sam_vit_b": dict(width=sam["hidden_size"], layers=sam["num_hidden_layers"], heads=sam["num_attention_heads"],
+                          global_attn_indexes=sam["global_attn_indexes"],
+                          downsample_channels=sam["downsample_channels"], patch_size=sam["patch_size"],
+                          image_size=sam["image_size"], window_size=sam["window_size"], mlp_dim=sam["mlp_dim"],
+                          out_chans=sam["output_channels"], layer_norm_eps=sam["layer_norm_eps"]),
+        "clip-l-14-224": dict(width=CLIP["hidden_size"], layers=CLIP["num_hidden_layers"],
+                              heads=CLIP["num_attention_heads"], image_size=CLIP_TABLE_GRID * clip_patch,
+                              patch_size=clip_patch, intermediate_size=CLIP["intermediate_size"])})
     cfg = dict(architectures=["DeepseekOCRForCausalLM"], model_type="deepseek_vl_v2",
                language_config=lang, vision_config=vision,
-               projector_config=dict(projector_type="linear", input_dim=2 * CLIP["hidden_size"],
-                                     n_embed=text["hidden_size"]),
+               projector_config=dict(projector_type="linear", model_type="mlp_projector",
+                                     input_dim=2 * CLIP["hidden_size"], n_embed=text["hidden_size"]),
                tile_tag="2D", global_view_pos="head", candidate_resolutions=[[TILE, TILE]],
                image_token_id=IMG, inferencelayer_random_weights=True,
                inferencelayer_note="tiny DeepSeek-OCR v1 composed by tools/oracle/deepseek_ocr_v1_reference.py")
