@@ -100,6 +100,9 @@ struct ModelInfo {
   // OCR models whose output may hold grounded blocks (DeepSeek-OCR's <|ref|>…<|det|>…): the ocr
   // command and /ocr parse them into boxes (runtime/ocr_grounding.h).
   bool ocr_grounding = false;
+  // Image models with resolution modes (DeepSeek-OCR v1): what load_prompt_image's mode takes,
+  // the default first; empty when the model has none.
+  std::vector<std::string> ocr_modes;
   int image_embedding_dim = 0;   // width of an image embedding (embed_images)
   // Image–text models (SigLIP): a pair's logit is exp(logit_scale) · cos(image, text) + logit_bias,
   // its probability the logit's sigmoid.
@@ -226,8 +229,11 @@ class Engine {
 
   // Multimodal generating models: an encoded image (JPEG, PNG, WebP) decoded and preprocessed as
   // the folder's image processor does, into the rows a prompt's image takes (transformers'
-  // pixel_values and image_grid_thw). Const and thread-safe (decode on worker threads).
-  virtual PatchImage load_prompt_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
+  // pixel_values and image_grid_thw). Const and thread-safe (decode on worker threads). `mode`:
+  // one of ModelInfo::ocr_modes for models that have them ("" the default; DeepSeek-OCR v1:
+  // gundam, tiny, small, base, large); throws il::Error naming the modes otherwise.
+  virtual PatchImage load_prompt_image(const std::vector<std::uint8_t>& bytes, std::string_view name,
+                                       std::string_view mode = {}) const;
   // Multimodal generating models: a prompt holding one image token per image (as a chat template
   // renders them) with each expanded to the image's count of tokens (t · h · w / merge²), as the
   // model's processor does. Throws il::Error when the placeholders and the images disagree.

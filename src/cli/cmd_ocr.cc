@@ -40,6 +40,7 @@ struct OcrArgs {
   EngineArgs engine;
   std::vector<std::string> inputs;
   std::string task;  // "": the model's default
+  std::string mode;  // "": the model's default (DeepSeek-OCR v1's resolution modes)
   std::string format = "markdown";
   std::string output = "-";
   std::string pages;
@@ -125,7 +126,7 @@ class PagePreparer {
     try {
       const EngineOptions limits;
       const std::vector<std::uint8_t> bytes = read_page(page, args_.dpi, limits.max_image_bytes);
-      PatchImage image = engine_.load_prompt_image(bytes, page.name());
+      PatchImage image = engine_.load_prompt_image(bytes, page.name(), args_.mode);
       p.grid = image.grid_thw;
       GenerationRequest r = engine_.ocr_request(std::move(image), args_.task);
       if (args_.max_new_tokens) r.options.max_new_tokens = *args_.max_new_tokens;
@@ -227,6 +228,15 @@ void run_ocr(const OcrArgs& a) {
   auto engine = load_engine(a.engine);
   if (!engine->info().capabilities.ocr)
     throw UsageError(a.engine.model + " is not an OCR model (it cannot read pages; see `inferencelayer info`)");
+  if (!a.mode.empty()) {
+    const std::vector<std::string>& modes = engine->info().ocr_modes;
+    if (modes.empty()) throw UsageError("--mode: " + a.engine.model + " has no resolution modes");
+    if (std::find(modes.begin(), modes.end(), a.mode) == modes.end()) {
+      std::string list;
+      for (const std::string& m : modes) list += (list.empty() ? "" : ", ") + m;
+      throw UsageError("--mode '" + a.mode + "' is not one of " + list);
+    }
+  }
   OutputSink out(a.output);
   Progress progress("ocr", pages.size(), a.progress && pages.size() > 1, "pages");
 
@@ -286,7 +296,7 @@ void run_ocr(const OcrArgs& a) {
 
 Command add_ocr_command(CLI::App& app) {
   auto a = std::make_shared<OcrArgs>();
-  CLI::App* cmd = app.add_subcommand("ocr", "Read page images and PDFs with an OCR model (GLM-OCR, DeepSeek-OCR-2): Markdown or JSON "
+  CLI::App* cmd = app.add_subcommand("ocr", "Read page images and PDFs with an OCR model (GLM-OCR, DeepSeek-OCR, DeepSeek-OCR-2): Markdown or JSON "
                                             "lines on stdout");
   add_engine_options(*cmd, a->engine);
   add_generation_engine_options(*cmd, a->engine);
@@ -294,6 +304,9 @@ Command add_ocr_command(CLI::App& app) {
   cmd->add_option("--task", a->task,
                   "What to read (default: the model's): GLM-OCR text (default), table or formula; DeepSeek-OCR "
                   "markdown (default), text, ocr, figure or describe");
+  cmd->add_option("--mode", a->mode,
+                  "Resolution mode, for models that have them (DeepSeek-OCR v1: gundam (default: a 1024-pixel "
+                  "view plus 640-pixel tiles), tiny 512, small 640, base 1024, large 1280)");
   cmd->add_option("--format", a->format, "markdown: the pages' text; json: a JSON line per page (text, tokens, "
                                          "timings)")
       ->capture_default_str()

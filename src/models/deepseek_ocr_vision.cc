@@ -48,6 +48,7 @@ class SamBuilder {
     const std::size_t h = static_cast<std::size_t>(H), W3 = 3 * h, mlp = static_cast<std::size_t>(c_.mlp_dim);
     const std::size_t P = static_cast<std::size_t>(c_.patch), patch_dim = 3 * P * P;
     v.patch = P;
+    v.native_side = static_cast<std::size_t>(c_.table_side());
     v.sides = view_sides(c_);
     const BufferId patches = plan_.add_buffer("sam.patches", Rows::kTokens, patch_dim);
     cur_ = plan_.add_buffer("sam.residual", Rows::kTokens, h);

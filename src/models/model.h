@@ -78,6 +78,7 @@ struct PromptPositions {
 // each view's query rows, tiles first, then the global view's, then `separator`.
 struct ViewVisionSpec {
   std::size_t patch = 0;                  // pixels per patch side (patch rows: 3 · patch² values)
+  std::size_t native_side = 0;            // the position table's side in patches (the native view)
   std::vector<std::size_t> sides;         // view sides in patches the plan holds tables for
   std::vector<std::size_t> position_rows; // per side: its first row in the position table
   plan::BufferId neck = -1, down1 = -1, down2 = -1;  // persistent

@@ -417,9 +417,10 @@ class LocalEngine final : public Engine {
     return generator_->load();
   }
 
-  PatchImage load_prompt_image(const std::vector<std::uint8_t>& bytes, std::string_view name) const override {
+  PatchImage load_prompt_image(const std::vector<std::uint8_t>& bytes, std::string_view name,
+                               std::string_view mode) const override {
     check(prompt_loader_.has_value(), "this model takes no images in its prompts");
-    return prompt_loader_->load(bytes, name);
+    return prompt_loader_->load(bytes, name, mode);
   }
 
   std::vector<int32_t> expand_image_placeholders(const std::vector<int32_t>& ids,
@@ -776,7 +777,7 @@ GenerationResult Engine::take_generation_result(GenerationId) { throw Error("thi
 void Engine::cancel_generation(GenerationId) {}
 GenerationLoad Engine::generation_load() const { return {}; }
 
-PatchImage Engine::load_prompt_image(const std::vector<std::uint8_t>&, std::string_view) const {
+PatchImage Engine::load_prompt_image(const std::vector<std::uint8_t>&, std::string_view, std::string_view) const {
   throw Error("this model takes no images in its prompts");
 }
 

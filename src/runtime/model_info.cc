@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "image/deepseek_preprocess.h"
+
 namespace il::runtime {
 
 std::size_t max_sequence_length(const models::BuiltModel& model) {
@@ -55,6 +57,8 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   if (model.generation) {
     i.ocr_tasks = model.generation->ocr_tasks;
     i.ocr_grounding = model.generation->ocr_grounding;
+    if (model.generation->views && model.generation->views->clip)
+      i.ocr_modes.assign(std::begin(image::kDeepseekV1Modes), std::end(image::kDeepseekV1Modes));
   }
   if (model.generation && model.generation->views) i.patch_size = static_cast<int>(model.generation->views->patch);
   if (model.logit) {

@@ -51,6 +51,25 @@ PromptImageLoader::PromptImageLoader(const std::filesystem::path& dir, const Eng
 PromptImageLoader::PromptImageLoader(const std::filesystem::path& dir, const EngineOptions& options,
                                      const models::ViewVisionSpec& views)
     : view_patch_(views.patch), limits_{options.max_image_bytes, options.max_image_pixels} {
+  if (views.clip) {
+    // v1: the modes at the model's scale; each must fit the model's tables.
+    v1_modes_ = true;
+    native_pixels_ = views.native_side * views.patch;
+    try {
+      for (const char* mode : image::kDeepseekV1Modes) {
+        const image::DeepseekProcessorConfig c = image::deepseek_v1_mode(mode, native_pixels_);
+        for (std::size_t side : {c.size, c.tile_size})
+          check(side % views.patch == 0 &&
+                    std::find(views.sides.begin(), views.sides.end(), side / views.patch) != views.sides.end(),
+                "mode ", mode, ": views of ", side, " pixels do not fit the model's position tables");
+      }
+      views_config_ = image::deepseek_v1_mode("", native_pixels_);
+    } catch (const Error& e) {
+      views_config_.reset();
+      missing_ = e.what();
+    }
+    return;
+  }
   image::DeepseekProcessorConfig c;
   const std::filesystem::path file = dir / "preprocessor_config.json";
   // As for GLM-OCR: a processor that cannot serve the model does not stop it loading (the check
@@ -85,20 +104,25 @@ PromptImageLoader::PromptImageLoader(const std::filesystem::path& dir, const Eng
   }
 }
 
-PatchImage PromptImageLoader::load(const std::vector<std::uint8_t>& bytes, std::string_view name) const {
+PatchImage PromptImageLoader::load(const std::vector<std::uint8_t>& bytes, std::string_view name,
+                                   std::string_view mode) const {
   if (view_patch_ > 0 && !views_config_) throw Error(missing_);
+  if (!mode.empty() && !v1_modes_) throw make_error("mode '", mode, "': this model has no resolution modes");
   if (views_config_) {
+    const image::DeepseekProcessorConfig config =
+        v1_modes_ ? image::deepseek_v1_mode(mode, native_pixels_) : *views_config_;
     const image::RgbImage rgb = image::decode_image(std::span<const std::uint8_t>(bytes), name, limits_);
-    const image::DeepseekViews v = image::deepseek_views(rgb, *views_config_);
+    const image::DeepseekViews v = image::deepseek_views(rgb, config);
     std::vector<float> tiles;
     for (const image::RgbImage& t : v.tiles) {
       const std::vector<float> n = image::deepseek_normalise(t);
       tiles.insert(tiles.end(), n.begin(), n.end());
     }
     const std::vector<float> global = image::deepseek_normalise(v.global);
-    PatchImage page = make_view_page(global.data(), v.global.width, tiles.data(), v.tiles.size(),
-                                     views_config_->tile_size, view_patch_);
+    PatchImage page = make_view_page(global.data(), v.global.width, tiles.data(), v.tiles.size(), config.tile_size,
+                                     view_patch_);
     page.grid_thw = {1, static_cast<int>(rgb.height), static_cast<int>(rgb.width)};  // the page's pixels
+    if (!v.tiles.empty()) page.tile_grid = {static_cast<int>(v.columns), static_cast<int>(v.rows)};
     return page;
   }
   if (!config_) throw Error(missing_);

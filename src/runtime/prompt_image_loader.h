@@ -26,12 +26,14 @@ class PromptImageLoader {
   // A missing or mismatched processor does not stop the model loading: load() refuses, saying why.
   PromptImageLoader(const std::filesystem::path& dir, const EngineOptions& options, std::size_t patch_dim,
                     std::size_t merge, std::optional<image::GlmImageConfig> default_config);
-  // DeepSeek-OCR: DeepseekOcr2ImageProcessor (image/deepseek_preprocess.h), its sizes from the
+  // DeepSeek-OCR-2: DeepseekOcr2ImageProcessor (image/deepseek_preprocess.h), its sizes from the
   // folder's preprocessor_config.json when it has one, into a page of views for `views`.
+  // DeepSeek-OCR v1 (views.clip): its reference preprocessing in the mode asked for.
   PromptImageLoader(const std::filesystem::path& dir, const EngineOptions& options, const models::ViewVisionSpec& views);
 
-  // Thread-safe; errors name `name`.
-  PatchImage load(const std::vector<std::uint8_t>& bytes, std::string_view name) const;
+  // Thread-safe; errors name `name`. `mode`: DeepSeek-OCR v1's resolution modes
+  // (image::deepseek_v1_mode; "" its default); other models take "" only.
+  PatchImage load(const std::vector<std::uint8_t>& bytes, std::string_view name, std::string_view mode = {}) const;
 
   // The processor the loader runs (nullptr when it has none).
   const image::GlmImageConfig* config() const { return config_ ? &*config_ : nullptr; }
@@ -39,6 +41,8 @@ class PromptImageLoader {
  private:
   std::optional<image::GlmImageConfig> config_;
   std::optional<image::DeepseekProcessorConfig> views_config_;
+  bool v1_modes_ = false;
+  std::size_t native_pixels_ = 0;
   std::size_t view_patch_ = 0;
   std::string missing_;  // why there is no config
   image::DecodeLimits limits_;

@@ -3,6 +3,7 @@
 //   {"images": ["<base64 or data: URI>", ...]}  or  {"pdf": "<base64 or data: URI>"}
 //   "task": the model's (GLM-OCR "text" | "table" | "formula"; DeepSeek-OCR "markdown" | "text" |
 //           "ocr" | "figure" | "describe"), default its first
+//   "mode": DeepSeek-OCR v1's resolution mode ("gundam" (default) | "tiny" | "small" | "base" | "large")
 //   "pages": "1-3,7"                        (PDF pages; default all)
 //   "dpi": 200                              (PDF rendering)
 //   "max_tokens": N                         (per page; default the model's OCR default)
@@ -114,11 +115,12 @@ class OcrJob : public std::enable_shared_from_this<OcrJob> {
     int dpi = 200;
   };
 
-  OcrJob(Context& ctx, Source source, std::string task, std::optional<std::size_t> max_tokens, bool stream,
-         Responder responder, std::function<void(int)> finished)
+  OcrJob(Context& ctx, Source source, std::string task, std::string mode, std::optional<std::size_t> max_tokens,
+         bool stream, Responder responder, std::function<void(int)> finished)
       : ctx_(ctx),
         source_(std::move(source)),
         task_(std::move(task)),
+        mode_(std::move(mode)),
         max_tokens_(max_tokens),
         stream_(stream),
         responder_(std::move(responder)),
@@ -172,7 +174,7 @@ class OcrJob : public std::enable_shared_from_this<OcrJob> {
         bytes = std::move(source_.images[index]);
       }
       const std::string name = "page " + std::to_string(outcome.number);
-      PatchImage image = ctx_.engine.load_prompt_image(bytes, name);
+      PatchImage image = ctx_.engine.load_prompt_image(bytes, name, mode_);
       outcome.grid = image.grid_thw;
       task->request = ctx_.engine.ocr_request(std::move(image), task_);
       if (max_tokens_) task->request.options.max_new_tokens = *max_tokens_;
@@ -245,6 +247,7 @@ class OcrJob : public std::enable_shared_from_this<OcrJob> {
   Context& ctx_;
   Source source_;
   std::string task_;
+  std::string mode_;
   std::optional<std::size_t> max_tokens_;
   bool stream_;
   Responder responder_;
@@ -296,6 +299,14 @@ std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
     for (const std::string& t : tasks) list += (list.empty() ? "\"" : ", \"") + t + "\"";
     throw validation_error("'task' must be one of " + list);
   }
+  const std::vector<std::string>& modes = ctx.engine.info().ocr_modes;
+  const std::string mode = get_string(body, "mode", "");
+  if (!mode.empty() && std::find(modes.begin(), modes.end(), mode) == modes.end()) {
+    if (modes.empty()) throw validation_error("'mode': this model has no resolution modes");
+    std::string list;
+    for (const std::string& m : modes) list += (list.empty() ? "\"" : ", \"") + m + "\"";
+    throw validation_error("'mode' must be one of " + list);
+  }
   const bool stream = get_bool(body, "stream", false);
   std::optional<std::size_t> max_tokens;
   if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
@@ -336,8 +347,9 @@ std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
   }
   ModelCall mc;
   auto shared = std::make_shared<OcrJob::Source>(std::move(source));
-  mc.start = [&ctx, shared, task, max_tokens, stream](const Responder& responder, std::function<void(int)> finished) {
-    auto job = std::make_shared<OcrJob>(ctx, std::move(*shared), task, max_tokens, stream, responder,
+  mc.start = [&ctx, shared, task, mode, max_tokens, stream](const Responder& responder,
+                                                           std::function<void(int)> finished) {
+    auto job = std::make_shared<OcrJob>(ctx, std::move(*shared), task, mode, max_tokens, stream, responder,
                                         std::move(finished));
     job->start();
   };

@@ -191,5 +191,52 @@ TEST(DeepseekOcr2Cli, OcrReadsPagesThroughTheProcessorAndPrompt) {
   expect_contains(bad.err, {"table", "markdown", "describe"});
 }
 
+// v1's `ocr` on the v1 weights with the same tokenizer (tests/fixtures/deepseek-ocr-pipeline): the
+// modes at the tiny model's scale (native 64 pixels: tiny 32, small 40, base 64, large 80, Gundam
+// 64 + tiles of 40), their image rows n · (n + 1) + 1 with n = side / 16 (2, 3, 4, 5: 7, 13, 21,
+// 31), Gundam's tiles for the 70 × 46 page on a 3 × 2 grid ((2 · 3) · (3 · 3 + 1) = 60 rows more
+// than base) and for the 40 × 88 page on 1 × 2 ((2 · 3) · (1 · 3 + 1) = 24 more).
+TEST(DeepseekOcrV1Cli, OcrModesGiveTheirRowCounts) {
+  ScratchDir dir;
+  const auto folder = fixture_dir("deepseek-ocr-pipeline");
+  const auto prompt_tokens = [&](const std::string& mode) {
+    std::vector<std::string> args = {"ocr", "-m", folder.string(), "--device", "cpu", "--format", "json",
+                                     "--max-new-tokens", "2", (folder / "page1.png").string(),
+                                     (folder / "page2.png").string()};
+    if (!mode.empty()) args.insert(args.end(), {"--mode", mode});
+    const RunResult r = run_cli_bounded(args, dir);
+    EXPECT_EQ(r.status, 0) << mode << ": " << r.err;
+    std::vector<int> out;
+    for (const std::string& l : r.lines()) {
+      const nlohmann::json j = nlohmann::json::parse(l);
+      EXPECT_TRUE(j.at("blocks").is_array());
+      out.push_back(j.at("prompt_tokens").get<int>());
+    }
+    return out;
+  };
+  const std::vector<int> base = prompt_tokens("base");
+  ASSERT_EQ(base.size(), 2u);
+  EXPECT_EQ(base[0], base[1]);
+  const int text = base[0] - 21;
+  EXPECT_EQ(prompt_tokens("tiny"), (std::vector<int>{text + 7, text + 7}));
+  EXPECT_EQ(prompt_tokens("small"), (std::vector<int>{text + 13, text + 13}));
+  EXPECT_EQ(prompt_tokens("large"), (std::vector<int>{text + 31, text + 31}));
+  const std::vector<int> gundam = {text + 21 + 60, text + 21 + 24};
+  EXPECT_EQ(prompt_tokens("gundam"), gundam);
+  EXPECT_EQ(prompt_tokens(""), gundam);  // the default
+
+  const RunResult bad = run_cli_bounded({"ocr", "-m", folder.string(), "--device", "cpu", "--mode", "huge",
+                                         (folder / "page1.png").string()},
+                                        dir);
+  EXPECT_NE(bad.status, 0);
+  expect_contains(bad.err, {"huge", "gundam", "tiny", "large"});
+  const auto ocr2 = fixture_dir("deepseek-ocr2-pipeline");
+  const RunResult none = run_cli_bounded({"ocr", "-m", ocr2.string(), "--device", "cpu", "--mode", "base",
+                                          (ocr2 / "page1.png").string()},
+                                         dir);
+  EXPECT_NE(none.status, 0);
+  expect_contains(none.err, {"--mode", "no resolution modes"});
+}
+
 }  // namespace
 }  // namespace il::cli_test

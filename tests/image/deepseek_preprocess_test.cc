@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "image/deepseek_preprocess.h"
 #include "sha256.h"
 
@@ -92,6 +93,83 @@ TEST(DeepseekPreprocess, TileGridTieKeepsTheSmallerGridForASmallPage) {
   DeepseekProcessorConfig c;
   EXPECT_EQ(deepseek_tile_grid(1250, 1000, c), (std::array<std::size_t, 2>{2, 2}));
   EXPECT_EQ(deepseek_tile_grid(2500, 2000, c), (std::array<std::size_t, 2>{3, 2}));
+}
+
+// DeepSeek-OCR v1's modes (its reference `infer`: base_size, image_size, crop_mode), at the real
+// model's scale and at a tiny model's.
+TEST(DeepseekV1Modes, SizesCropAndStretchPerMode) {
+  const DeepseekProcessorConfig g = deepseek_v1_mode("");
+  EXPECT_EQ(g.size, 1024u);
+  EXPECT_EQ(g.tile_size, 640u);
+  EXPECT_TRUE(g.crop);
+  EXPECT_FALSE(g.stretch);
+  EXPECT_FALSE(g.torchvision);
+  EXPECT_EQ(g.min_tiles, 2u);
+  EXPECT_EQ(g.max_tiles, 6u);
+  const struct {
+    const char* mode;
+    std::size_t size;
+    bool stretch;
+  } one_view[] = {{"tiny", 512, true}, {"small", 640, true}, {"base", 1024, false}, {"large", 1280, false}};
+  for (const auto& m : one_view) {
+    const DeepseekProcessorConfig c = deepseek_v1_mode(m.mode);
+    EXPECT_EQ(c.size, m.size) << m.mode;
+    EXPECT_FALSE(c.crop) << m.mode;
+    EXPECT_EQ(c.stretch, m.stretch) << m.mode;
+  }
+  EXPECT_EQ(deepseek_v1_mode("gundam", 64).tile_size, 40u);
+  EXPECT_EQ(deepseek_v1_mode("large", 64).size, 80u);
+  EXPECT_THROW(deepseek_v1_mode("huge"), Error);
+}
+
+RgbImage solid(std::size_t w, std::size_t h, std::uint8_t v) {
+  RgbImage im;
+  im.width = w;
+  im.height = h;
+  im.pixels.assign(w * h * 3, v);
+  return im;
+}
+
+TEST(DeepseekV1Modes, ViewsPerMode) {
+  // A page larger than a tile: Gundam tiles it (1.5 → 3 × 2); the one-view modes do not.
+  const RgbImage page = solid(1500, 1000, 200);
+  DeepseekViews v = deepseek_views(page, deepseek_v1_mode("gundam"));
+  EXPECT_EQ(v.columns, 3u);
+  EXPECT_EQ(v.rows, 2u);
+  EXPECT_EQ(v.tiles.size(), 6u);
+  EXPECT_EQ(v.global.width, 1024u);
+  v = deepseek_views(page, deepseek_v1_mode("base"));
+  EXPECT_TRUE(v.tiles.empty());
+  EXPECT_EQ(v.global.width, 1024u);
+  // Tiny stretches: no background band, the whole view is the page's colour.
+  v = deepseek_views(page, deepseek_v1_mode("tiny"));
+  EXPECT_EQ(v.global.width, 512u);
+  EXPECT_EQ(v.global.height, 512u);
+  EXPECT_EQ(*v.global.at(0, 0), 200);
+  // Gundam pads: a band of background above and below the 1.5:1 page.
+  v = deepseek_views(page, deepseek_v1_mode("gundam"));
+  EXPECT_EQ(*v.global.at(0, 0), 127);
+  EXPECT_EQ(*v.global.at(512, 512), 200);
+  // A page within a tile is not tiled in Gundam mode.
+  EXPECT_TRUE(deepseek_views(solid(640, 300, 9), deepseek_v1_mode("gundam")).tiles.empty());
+}
+
+// ImageOps.pad: the fit is round(997 / 1000 · 1024) = 1021 rows, placed at round(3 / 2) = 2 (half
+// to even), where the OCR-2 processor's pad_to_square puts it at ⌊3 / 2⌋ = 1.
+TEST(DeepseekV1Modes, PadRoundsTheOffsetAsPillow) {
+  const RgbImage page = solid(1000, 997, 200);
+  const DeepseekViews v1 = deepseek_views(page, deepseek_v1_mode("base"));
+  ASSERT_EQ(v1.global.height, 1024u);
+  EXPECT_EQ(*v1.global.at(500, 1), 127);
+  EXPECT_EQ(*v1.global.at(500, 2), 200);
+  EXPECT_EQ(*v1.global.at(500, 1022), 200);
+  EXPECT_EQ(*v1.global.at(500, 1023), 127);
+  DeepseekProcessorConfig c2;
+  c2.size = 1024;
+  c2.tile_size = 1024;
+  c2.torchvision = false;
+  const DeepseekViews v2 = deepseek_views(page, c2);
+  EXPECT_EQ(*v2.global.at(500, 1), 200);
 }
 
 }  // namespace
