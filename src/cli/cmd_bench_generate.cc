@@ -115,6 +115,8 @@ void run(const BenchGenerateArgs& a) {
   std::size_t patches = gh * gw;
   if (view_pages) {
     page.view_sides = sides;
+    // DeepSeek-OCR v1 lays its tiles out on a grid: here one row of them.
+    if (sides.size() > 1) page.tile_grid = {static_cast<int>(sides.size() - 1), 1};
     patches = 0;
     for (int s : sides) patches += static_cast<std::size_t>(s) * static_cast<std::size_t>(s);
     page.grid_thw = {1, sides.back(), sides.back()};
