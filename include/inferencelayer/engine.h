@@ -100,6 +100,10 @@ struct ModelInfo {
   // OCR models whose output may hold grounded blocks (DeepSeek-OCR's <|ref|>…<|det|>…): the ocr
   // command and /ocr parse them into boxes (runtime/ocr_grounding.h).
   bool ocr_grounding = false;
+  // Models whose folders carry no chat template and take the plain conversation format
+  // (DeepSeek-OCR: the messages' text with "<image>" where each image stands, BOS first): what the
+  // chat route renders when the folder has no template.
+  bool plain_chat = false;
   // Image models with resolution modes (DeepSeek-OCR v1): what load_prompt_image's mode takes,
   // the default first; empty when the model has none.
   std::vector<std::string> ocr_modes;

@@ -260,6 +260,7 @@ void set_ocr_prompt(GenerationSpec& g) {
   const int32_t image = g.image_token;
   g.ocr_tasks = {"markdown", "text", "ocr", "figure", "describe"};
   g.ocr_grounding = true;
+  g.plain_chat = true;
   // By value: the spec moves with the built model.
   g.ocr_prompt = [image, views = *g.views](const text::Tokenizer& tokenizer, const PatchImage& page,
                                            std::string_view task) {

@@ -161,6 +161,7 @@ struct GenerationSpec {
       ocr_prompt;
   std::vector<std::string> ocr_tasks;  // what ocr_prompt takes, the default first
   bool ocr_grounding = false;          // its output may hold grounded blocks (ModelInfo::ocr_grounding)
+  bool plain_chat = false;             // ModelInfo::plain_chat
   std::size_t max_positions = 0;  // the trained context (prompt + new tokens)
   std::vector<std::string> notes;  // what the loader left out and why (info)
   std::optional<ViewVisionSpec> views;  // DeepSeek-OCR: the vision programs over square views

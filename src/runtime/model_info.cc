@@ -57,6 +57,7 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   if (model.generation) {
     i.ocr_tasks = model.generation->ocr_tasks;
     i.ocr_grounding = model.generation->ocr_grounding;
+    i.plain_chat = model.generation->plain_chat;
     if (model.generation->views && model.generation->views->clip)
       i.ocr_modes.assign(std::begin(image::kDeepseekV1Modes), std::end(image::kDeepseekV1Modes));
   }

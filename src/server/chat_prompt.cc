@@ -40,7 +40,16 @@ std::shared_ptr<const text::ChatTemplate> load_chat_template(const std::string& 
 }
 
 ChatPrompt build_chat_prompt(Context& ctx, const json& body) {
-  if (!ctx.chat_template)
+  // DeepSeek-OCR's folders have no template: its conversations are "plain", the contents in
+  // order with "<image>" for each image, parts and messages joined by newlines, as the model
+  // card's prompts ("<image>\n<|grounding|>Convert the document to markdown.").
+  const bool plain = !ctx.chat_template && ctx.engine.info().plain_chat;
+  std::string plain_text;
+  const auto add_plain = [&](const std::string& piece) {
+    if (!plain_text.empty()) plain_text += '\n';
+    plain_text += piece;
+  };
+  if (!ctx.chat_template && !plain)
     throw unsupported_error("the model folder has no chat template (chat_template.jinja or tokenizer_config.json's "
                             "chat_template): use /v1/completions with a prompt");
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty())
@@ -62,6 +71,7 @@ ChatPrompt build_chat_prompt(Context& ctx, const json& body) {
     const json content = m.contains("content") ? m["content"] : json(nullptr);
     if (content.is_string() || content.is_null()) {
       msg["content"] = content.is_null() ? ojson("") : ojson(content.get<std::string>());
+      if (content.is_string()) add_plain(content.get<std::string>());
     } else if (content.is_array()) {
       ojson parts = ojson::array();
       for (std::size_t k = 0; k < content.size(); ++k) {
@@ -74,6 +84,7 @@ ChatPrompt build_chat_prompt(Context& ctx, const json& body) {
           if (!part.contains("text") || !part["text"].is_string())
             throw validation_error(pw + ": a text part needs 'text' (a string)");
           parts.push_back(ojson{{"type", "text"}, {"text", part["text"].get<std::string>()}});
+          add_plain(part["text"].get<std::string>());
         } else if (type == "image_url" || type == "image") {
           if (!ctx.engine.info().capabilities.image_input && !ctx.engine.info().capabilities.ocr)
             throw validation_error(pw + ": this model takes no images");
@@ -84,6 +95,7 @@ ChatPrompt build_chat_prompt(Context& ctx, const json& body) {
           // HF chat templates mark an image with a part of type "image" (transformers' processor
           // convention); the bytes travel separately.
           parts.push_back(ojson{{"type", "image"}});
+          add_plain("<image>");
         } else {
           throw validation_error(pw + ": part type '" + type + "' is not supported (text, image_url)");
         }
@@ -99,14 +111,16 @@ ChatPrompt build_chat_prompt(Context& ctx, const json& body) {
                    std::to_string(encoded.size()) + " images in one request; the limit is " +
                        std::to_string(ctx.options.max_images_per_request) + " (--max-images-per-request)");
 
-  std::string text;
-  try {
-    text = ctx.chat_template->render(messages, true);
-  } catch (const Error& e) {
-    throw validation_error(std::string("the chat template refused the messages: ") + e.what());
+  std::string text = plain_text;
+  if (!plain) {
+    try {
+      text = ctx.chat_template->render(messages, true);
+    } catch (const Error& e) {
+      throw validation_error(std::string("the chat template refused the messages: ") + e.what());
+    }
   }
   TokenizeOptions o;
-  o.add_special_tokens = false;
+  o.add_special_tokens = plain;  // the plain format's BOS; a template writes its own
   o.limit_length = false;
   o.truncate = false;
   std::vector<int32_t> ids = ctx.engine.tokenize_with(text, o).ids;

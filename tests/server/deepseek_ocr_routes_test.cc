@@ -2,7 +2,8 @@
 // a tokenizer of our own, the image processor for its 64-pixel views): pages through the
 // processor and the model's prompt give the same tokens as the ocr command, each page with its
 // grounded blocks (an array; the parsing is unit-tested in tests/unit/ocr_grounding_test.cc),
-// the model's tasks validated.
+// the model's tasks validated; /v1/chat/completions on the folder without a chat template: the
+// plain conversation format ("<image>\n" + text), the same prompt as the OCR task's.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -58,6 +59,36 @@ TEST(DeepseekOcrRoute, PagesGiveTheOcrCommandsTokensWithBlocks) {
   r = post(c, "/ocr", {{"images", json::array({b64_page("page2.png")})}, {"task", "describe"}, {"max_tokens", 2}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+TEST(DeepseekOcrRoute, ChatWithAPageIsThePlainPrompt) {
+  const auto folder = cli_test::fixture_dir(kModel);
+  cli_test::ScratchDir dir;
+  const cli_test::RunResult cli = cli_test::run_cli_bounded(
+      {"ocr", "-m", folder.string(), "--device", "cpu", "--format", "json", "--task", "text", "--max-new-tokens", "4",
+       (folder / "page1.png").string()},
+      dir);
+  ASSERT_EQ(cli.status, 0) << cli.err;
+  const json want = json::parse(cli.lines().at(0));
+
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json body = {
+      {"max_tokens", 4},
+      {"messages",
+       json::array({{{"role", "user"},
+                     {"content", json::array({{{"type", "image_url"},
+                                               {"image_url", {{"url", "data:image/png;base64," + b64_page("page1.png")}}}},
+                                              {{"type", "text"}, {"text", "Free OCR."}}})}}})}};
+  auto r = post(c, "/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = body_of(r);
+  EXPECT_EQ(j.at("usage").at("prompt_tokens"), want.at("prompt_tokens"));
+  EXPECT_EQ(j.at("usage").at("completion_tokens"), want.at("tokens").size());
+  EXPECT_EQ(j.at("choices")[0].at("message").at("content"), want.at("text"));
   EXPECT_EQ(server.terminate(), 0);
 }
 
