@@ -10,6 +10,7 @@
 //   4. writes O / l rounded once to the output type.
 // Keys and values are read from global memory (L1 / L2 serve the tile's rows to the warps of a
 // block, which hold neighbouring queries); speed is for later.
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -165,6 +166,139 @@ __global__ void __launch_bounds__(kWarps * 32) sam_attention_kernel(SamParams<T>
   }
 }
 
+
+// Global blocks at head_dim 64: a tiled kernel. A block holds kBq = 64 queries of one (view,
+// head) and walks the view's keys kBk = 64 at a time through shared memory (f32), so each key and
+// value is read from global memory once per block instead of once per query. Its 8 warps hold 8
+// queries each; a lane scores 2 keys against its warp's 8 queries at once (16 FMAs per 10 shared
+// loads), the probabilities go through shared memory, and a lane accumulates 2 output dimensions
+// of the 8 queries. The relative terms (2S per query) are computed once per block into shared
+// memory and looked up per key: no score matrix beyond the 64 × 64 tile in registers.
+constexpr int kBq = 64, kBk = 64, kFlashWarps = 8, kQPerWarp = kBq / kFlashWarps, kFlashD = 64;
+
+template <typename T>
+__global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T> p, int rel_cols) {
+  extern __shared__ float smem[];
+  float* q_s = smem;                         // [kBq][kFlashD + 1]
+  float* k_s = q_s + kBq * (kFlashD + 1);    // [kBk][kFlashD + 1]
+  float* v_s = k_s + kBk * (kFlashD + 1);    // [kBk][kFlashD]
+  float* p_s = v_s + kBk * kFlashD;          // [kFlashWarps][kQPerWarp][kBk]
+  float* rel_s = p_s + kFlashWarps * kQPerWarp * kBk;  // [kBq][rel_cols]: Rh terms, then Rw terms
+  const int view = static_cast<int>(blockIdx.y), head = static_cast<int>(blockIdx.z);
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int start = p.view_starts[view];
+  const int n = p.view_starts[view + 1] - start;
+  const int q0 = static_cast<int>(blockIdx.x) * kBq;
+  if (n <= 0 || q0 >= n) return;  // block-uniform
+  const int g = square_side(n);
+  if (g < 0 || 2 * g > rel_cols) return;  // refused on the host
+  const float* Rh = nullptr;
+  const float* Rw = nullptr;
+  for (int i = 0; i < p.tables.count; ++i)
+    if (p.tables.side[i] == g) {
+      Rh = p.tables.h[i];
+      Rw = p.tables.w[i];
+      break;
+    }
+  if (Rh == nullptr) return;  // refused on the host
+  const int W = p.heads * kFlashD;
+  const T* base = p.qkv + static_cast<std::size_t>(start) * p.ld_qkv + static_cast<std::size_t>(head) * kFlashD;
+
+  // The query tile (zeros past the view), then its relative terms.
+  for (int i = tid; i < kBq * kFlashD; i += kFlashWarps * 32) {
+    const int r = i / kFlashD, c = i % kFlashD;
+    q_s[r * (kFlashD + 1) + c] = q0 + r < n ? elem::load(base + static_cast<std::size_t>(q0 + r) * p.ld_qkv + c) : 0.0f;
+  }
+  __syncthreads();
+  for (int i = tid; i < kBq * 2 * g; i += kFlashWarps * 32) {
+    const int r = i / (2 * g), k = i % (2 * g);
+    const int qr = min(q0 + r, n - 1), qy = qr / g, qx = qr % g;
+    const float* t = k < g ? Rh + static_cast<std::size_t>(qy + g - 1 - k) * kFlashD
+                           : Rw + static_cast<std::size_t>(qx + g - 1 - (k - g)) * kFlashD;
+    const float* q = q_s + r * (kFlashD + 1);
+    float dot = 0.0f;
+#pragma unroll 16
+    for (int c = 0; c < kFlashD; ++c) dot = fmaf(q[c], t[c], dot);
+    rel_s[r * rel_cols + k] = dot;
+  }
+
+  float m[kQPerWarp], l[kQPerWarp], acc[kQPerWarp][2];
+#pragma unroll
+  for (int j = 0; j < kQPerWarp; ++j) {
+    m[j] = -INFINITY;
+    l[j] = 0.0f;
+    acc[j][0] = acc[j][1] = 0.0f;
+  }
+  const int qbase = warp * kQPerWarp;  // this warp's queries in the tile
+  float* pw = p_s + warp * kQPerWarp * kBk;
+  for (int k0 = 0; k0 < n; k0 += kBk) {
+    __syncthreads();  // the previous tile's readers are done (and rel_s is written, first time)
+    for (int i = tid; i < kBk * kFlashD; i += kFlashWarps * 32) {
+      const int r = i / kFlashD, c = i % kFlashD;
+      const bool in = k0 + r < n;
+      const std::size_t row = static_cast<std::size_t>(k0 + r) * p.ld_qkv;
+      k_s[r * (kFlashD + 1) + c] = in ? elem::load(base + row + W + c) : 0.0f;
+      v_s[r * kFlashD + c] = in ? elem::load(base + row + 2 * W + c) : 0.0f;
+    }
+    __syncthreads();
+    float sc[kQPerWarp][2];
+#pragma unroll
+    for (int j = 0; j < kQPerWarp; ++j) sc[j][0] = sc[j][1] = 0.0f;
+    const float* ka = k_s + lane * (kFlashD + 1);
+    const float* kb = k_s + (lane + 32) * (kFlashD + 1);
+#pragma unroll 4
+    for (int c = 0; c < kFlashD; ++c) {
+      const float a = ka[c], b = kb[c];
+#pragma unroll
+      for (int j = 0; j < kQPerWarp; ++j) {
+        const float q = q_s[(qbase + j) * (kFlashD + 1) + c];
+        sc[j][0] = fmaf(q, a, sc[j][0]);
+        sc[j][1] = fmaf(q, b, sc[j][1]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kQPerWarp; ++j) {
+      const float* rel = rel_s + (qbase + j) * rel_cols;
+      float s[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int key = k0 + lane + 32 * h;
+        s[h] = key < n ? sc[j][h] * p.scale + rel[key / g] + rel[g + key % g] : -INFINITY;
+      }
+      const float m_new = fmaxf(m[j], warp_max(fmaxf(s[0], s[1])));  // finite: key k0 < n
+      const float corr = expf(m[j] - m_new);
+      const float e0 = expf(s[0] - m_new), e1 = expf(s[1] - m_new);
+      l[j] = l[j] * corr + warp_sum(e0 + e1);
+      m[j] = m_new;
+      acc[j][0] *= corr;
+      acc[j][1] *= corr;
+      pw[j * kBk + lane] = e0;
+      pw[j * kBk + lane + 32] = e1;
+    }
+    __syncwarp();
+    const int nk = min(kBk, n - k0);
+    for (int jj = 0; jj < nk; ++jj) {
+      const float v0 = v_s[jj * kFlashD + lane], v1 = v_s[jj * kFlashD + lane + 32];
+#pragma unroll
+      for (int j = 0; j < kQPerWarp; ++j) {
+        const float pj = pw[j * kBk + jj];
+        acc[j][0] = fmaf(pj, v0, acc[j][0]);
+        acc[j][1] = fmaf(pj, v1, acc[j][1]);
+      }
+    }
+    __syncwarp();
+  }
+#pragma unroll
+  for (int j = 0; j < kQPerWarp; ++j) {
+    const int r = q0 + qbase + j;
+    if (r >= n) continue;
+    const float inv = 1.0f / l[j];
+    T* o = p.out + static_cast<std::size_t>(start + r) * p.ldo + static_cast<std::size_t>(head) * kFlashD;
+    elem::store(o + lane, acc[j][0] * inv);
+    elem::store(o + lane + 32, acc[j][1] * inv);
+  }
+}
+
 }  // namespace
 
 void sam_attention_cuda(const SamAttentionCudaArgs& a, cudaStream_t stream) {
@@ -195,12 +329,41 @@ void sam_attention_cuda(const SamAttentionCudaArgs& a, cudaStream_t stream) {
   tables.count = static_cast<int>(a.num_tables);
   const dim3 grid(static_cast<unsigned>((a.max_view_tokens + kWarps - 1) / kWarps), static_cast<unsigned>(a.views),
                   static_cast<unsigned>(a.heads));
+  // Global blocks at head dim 64 take the tiled kernel (its shared memory sized by the largest
+  // table side); windowed blocks (a tile of window² keys) the per-query one.
+  std::size_t max_side = 0;
+  for (std::size_t i = 0; i < a.num_tables; ++i) max_side = std::max(max_side, a.tables[i].side);
+  const bool flash = a.window == 0 && a.head_dim == static_cast<std::size_t>(kFlashD);
+  const int rel_cols = static_cast<int>(2 * max_side);
+  const std::size_t flash_smem =
+      sizeof(float) * (static_cast<std::size_t>(kBq) * (kFlashD + 1) + static_cast<std::size_t>(kBk) * (kFlashD + 1) +
+                       static_cast<std::size_t>(kBk) * kFlashD + static_cast<std::size_t>(kFlashWarps) * kQPerWarp * kBk +
+                       static_cast<std::size_t>(kBq) * static_cast<std::size_t>(rel_cols));
   elem::dispatch(a.out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const SamParams<T> p{static_cast<const T*>(a.qkv.data), a.qkv.ld, a.qkv_bias, static_cast<T*>(a.out.data),
                          a.out.ld, a.view_starts, static_cast<int>(a.heads), static_cast<int>(a.head_dim),
                          static_cast<int>(a.window), a.scale, tables};
-    sam_attention_kernel<T><<<grid, kWarps * 32, 0, stream>>>(p);
+    if (flash) {
+      // Once per element type, at the largest size any launch asks for (tables of side
+      // kSamMaxSide): not a stream operation, so launches stay graph-capturable.
+      static const bool sized = [] {
+        const std::size_t most = sizeof(float) * (static_cast<std::size_t>(kBq) * (kFlashD + 1) +
+                                                  static_cast<std::size_t>(kBk) * (kFlashD + 1) +
+                                                  static_cast<std::size_t>(kBk) * kFlashD +
+                                                  static_cast<std::size_t>(kFlashWarps) * kQPerWarp * kBk +
+                                                  static_cast<std::size_t>(kBq) * 2 * kSamMaxSide);
+        IL_CUDA_CHECK(cudaFuncSetAttribute(sam_flash_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(most)));
+        return true;
+      }();
+      (void)sized;
+      const dim3 fgrid(static_cast<unsigned>((a.max_view_tokens + kBq - 1) / kBq), static_cast<unsigned>(a.views),
+                       static_cast<unsigned>(a.heads));
+      sam_flash_kernel<T><<<fgrid, kFlashWarps * 32, flash_smem, stream>>>(p, rel_cols);
+    } else {
+      sam_attention_kernel<T><<<grid, kWarps * 32, 0, stream>>>(p);
+    }
     IL_CUDA_CHECK_LAUNCH();
   });
 }

@@ -96,6 +96,7 @@ TEST_P(VisionOps, SamAttentionMatchesCpu) {
   const std::vector<SamCase> cases = {
       {4, {11, 8, 0, 3}, 2, 64}, {4, {11, 8, 0, 3}, 1, 32}, {5, {16, 5, 7}, 2, 64},
       {5, {16, 5, 7}, 1, 32},    {0, {9, 12, 9}, 2, 64},    {0, {12, 0, 9}, 1, 32},
+      {0, {24, 17, 0, 3}, 3, 64},  // the tiled global kernel: several query and key tiles, partial ones
   };
   uint32_t seed = 100;
   double worst = 0.0;
