@@ -45,9 +45,10 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Router
 
-constexpr int kRouterTokens = 8;     // tokens per block: each weight element read serves 8 tokens
+constexpr int kRouterTokens = 4;     // tokens per block: each weight element read serves 4 tokens
+constexpr int kRouterGroup = 4;      // experts a warp sums at once
 constexpr int kRouterChunk = 512;    // columns of x staged in shared memory at a time
-constexpr int kRouterThreads = 256;  // 8 warps; warp w takes experts w, w + 8, …
+constexpr int kRouterThreads = 256;  // 8 warps; warp w takes experts 4w … 4w + 3, then 32 on
 constexpr std::size_t kRouterMaxExperts = 1024;
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -78,19 +79,35 @@ __global__ void __launch_bounds__(kRouterThreads) router_kernel(RouterArgs a, co
       xs[i] = r < a.rows && c < n ? elem::load(x + r * a.x.ld + c0 + c) : 0.0f;
     }
     __syncthreads();
-    for (int e = warp; e < experts; e += kRouterThreads / 32) {
-      const float* w = a.w + static_cast<std::size_t>(e) * a.cols + c0;
-      float acc[kRouterTokens] = {};
+    // A warp takes kRouterGroup experts at once, several column steps unrolled: their weight
+    // loads are independent, so many are in flight (one expert at a time left each warp waiting
+    // on one load per step: 0.5 ms a layer at 256 tokens). Each expert's sum keeps its order:
+    // lane-strided partial sums, then the butterfly.
+    for (int e0 = warp * kRouterGroup; e0 < experts; e0 += kRouterThreads / 32 * kRouterGroup) {
+      const float* w[kRouterGroup];
+#pragma unroll
+      for (int q = 0; q < kRouterGroup; ++q)
+        w[q] = a.w + static_cast<std::size_t>(min(e0 + q, experts - 1)) * a.cols + c0;
+      float acc[kRouterGroup][kRouterTokens] = {};
+#pragma unroll 4
       for (int c = lane; c < n; c += 32) {
-        const float wv = w[c];
+        float wv[kRouterGroup];
 #pragma unroll
-        for (int t = 0; t < kRouterTokens; ++t) acc[t] = fmaf(wv, xs[t * kRouterChunk + c], acc[t]);
+        for (int q = 0; q < kRouterGroup; ++q) wv[q] = w[q][c];
+#pragma unroll
+        for (int t = 0; t < kRouterTokens; ++t) {
+          const float xv = xs[t * kRouterChunk + c];
+#pragma unroll
+          for (int q = 0; q < kRouterGroup; ++q) acc[q][t] = fmaf(wv[q], xv, acc[q][t]);
+        }
       }
 #pragma unroll
-      for (int t = 0; t < kRouterTokens; ++t) {
-        const float s = warp_sum(acc[t]);
-        if (lane == 0) logits[t * experts + e] += s;  // only this warp touches expert e
-      }
+      for (int q = 0; q < kRouterGroup; ++q)
+#pragma unroll
+        for (int t = 0; t < kRouterTokens; ++t) {
+          const float s = warp_sum(acc[q][t]);
+          if (lane == 0 && e0 + q < experts) logits[t * experts + e0 + q] += s;  // only this warp touches e0 + q
+        }
     }
   }
   __syncthreads();

@@ -21,6 +21,7 @@
 #include "inferencelayer/types.h"
 #include "ops/activation.h"
 #include "ops/attention_dispatch_cuda.h"
+#include "ops/canvas_sample.h"
 #include "ops/disentangled_attention.h"
 #include "ops/embed.h"
 #include "ops/gather_rows.h"
@@ -172,6 +173,11 @@ void moe_cuda(const MoeArgs& a, cudaStream_t stream);
 // out f32), ops/logits.h.
 void softmax_rows_cuda(const SoftmaxRowsArgs& a, cudaStream_t stream);
 void softcap_cuda(const SoftcapArgs& a, cudaStream_t stream);
+// DiffusionGemma's sampler rows (ops/canvas_sample.h): temperature, uniform and out in device
+// memory. And rows [0, rows) of an f32 matrix set to one value (a canvas without
+// self-conditioning: −inf rows).
+void canvas_sample_cuda(const CanvasSampleArgs& a, cudaStream_t stream);
+void fill_rows_cuda(float* data, std::size_t ld, std::size_t rows, std::size_t cols, float value, cudaStream_t stream);
 
 // Rows gathered side by side (ops/gather_rows.h): src and out of one element type (any), the
 // index on the device ([a.rows · a.taps]; −1: a zero part). One block per (row, tap) pair; the

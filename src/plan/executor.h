@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/canvas_sample.h"
 #include "plan/plan.h"
 
 namespace il::plan {
@@ -26,6 +27,18 @@ class Executor {
   // of a persistent buffer (converted to its element type): inputs that outlive a batch, such as
   // DiffusionGemma's self-conditioning logits.
   virtual void write(const View& view, const float* src, std::size_t rows) = 0;
+  // Rows [first, first + count) of a persistent f32 buffer's view set to `value`, or copied from
+  // rows [from, from + count) of the same view (the two ranges must not overlap): the
+  // self-conditioning rows of a canvas that has none, or that moved in the batch.
+  virtual void fill_rows(const View& view, std::size_t first, std::size_t count, float value) = 0;
+  virtual void copy_rows(const View& view, std::size_t from, std::size_t to, std::size_t count) = 0;
+  // DiffusionGemma's sampler rows (ops/canvas_sample.h) where the logits are: for each of the
+  // current batch's rows r of `logits` (a token-row f32 buffer), the row divided by temperature[r]
+  // into row r of `processed` (a persistent f32 buffer: the next forward's self-conditioning
+  // input), then its entropy, first argmax and the inverse-CDF draw of uniform[r] into out[r]
+  // (host memory). Synchronises like read().
+  virtual void sample_rows(const View& logits, const View& processed, const std::vector<float>& temperature,
+                           const std::vector<double>& uniform, ops::RowDraw* out) = 0;
   virtual std::string backend_name() const = 0;
   // The precision the ops compute in: "f32", "f16" or "bf16" (CUDA low-precision modes).
   virtual std::string compute_dtype() const { return "f32"; }

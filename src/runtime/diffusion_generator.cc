@@ -88,7 +88,7 @@ void DiffusionGenerator::start_block(Sequence& s) {
   s.canvas.assign(C, 0);
   s.draws->uniform_ids(s.canvas, runner_.vocab());
   s.argmax = s.canvas;
-  s.sc.clear();
+  s.sc_slot = -1;
   if (s.stop) s.stop->restart(s.settings.stability_threshold, C);
   else s.stop.emplace(s.settings.stability_threshold, C);
   s.n = s.settings.max_denoising_steps;
@@ -97,8 +97,7 @@ void DiffusionGenerator::start_block(Sequence& s) {
 // First come, first served: a request waits until the pages for its prompt and every canvas it
 // may commit are free (never preempted after).
 void DiffusionGenerator::admit() {
-  const std::size_t per_forward = runner_.max_batch_tokens() / runner_.canvas_length();
-  while (!queue_.empty() && running_.size() < per_forward * 64) {
+  while (!queue_.empty() && running_.size() < runner_.slots()) {
     Sequence& s = *queue_.front();
     if (!runner_.reserve(s.cache, entries_needed(s.request, s.settings))) break;
     try {
@@ -113,42 +112,40 @@ void DiffusionGenerator::admit() {
   }
 }
 
-bool DiffusionGenerator::denoise(Sequence& s, std::span<const float> raw) {
+float DiffusionGenerator::temperature(const Sequence& s) const {
+  const models::DiffusionSettings& st = s.settings;
+  return st.t_min ? diffusion_temperature(s.n, st.max_denoising_steps, *st.t_min, *st.t_max) : 1.0f;
+}
+
+bool DiffusionGenerator::denoise(Sequence& s, std::span<const ops::RowDraw> rows) {
   const std::size_t C = runner_.canvas_length(), V = runner_.vocab();
   const models::DiffusionSettings& st = s.settings;
-  const int N = st.max_denoising_steps;
   StepTrace t;
   t.block = s.block;
   t.step = s.n;
   t.canvas_in = s.canvas;
-  t.temperature = st.t_min ? diffusion_temperature(s.n, N, *st.t_min, *st.t_max) : 1.0f;
-  // The processed logits (f32 division, as transformers), kept for self-conditioning; each row's
-  // entropy and argmax. Rows are independent: spread over the pool.
-  s.sc.resize(C * V);
+  t.temperature = temperature(s);
   std::vector<float> entropies(C);
   t.argmax.resize(C);
-  pool_.parallel_for(C, 1, [&](std::size_t r0, std::size_t r1) {
-    for (std::size_t r = r0; r < r1; ++r) {
-      for (std::size_t j = r * V; j < (r + 1) * V; ++j) s.sc[j] = raw[j] / t.temperature;
-      const RowStats st = row_stats(std::span<const float>(s.sc).subspan(r * V, V));
-      entropies[r] = st.entropy;
-      t.argmax[r] = st.argmax;
-    }
-  });
+  t.sampled.resize(C);
   double total = 0.0;
-  for (float h : entropies) total += h;
-  std::vector<int32_t> sampled(C), noise(C);
-  s.draws->sample(s.sc, V, sampled, pool_);
+  for (std::size_t i = 0; i < C; ++i) {
+    entropies[i] = rows[i].entropy;
+    t.argmax[i] = rows[i].argmax;
+    t.sampled[i] = rows[i].sample;
+    total += entropies[i];
+  }
+  s.draws->imposed(t.sampled);
   t.accepted = accept_by_entropy(entropies, st.entropy_bound);
+  std::vector<int32_t> noise(C);
   s.draws->uniform_ids(noise, V);
   t.canvas_out.resize(C);
-  for (std::size_t i = 0; i < C; ++i) t.canvas_out[i] = t.accepted[i] ? sampled[i] : noise[i];
+  for (std::size_t i = 0; i < C; ++i) t.canvas_out[i] = t.accepted[i] ? t.sampled[i] : noise[i];
   t.mean_entropy = static_cast<float>(total / static_cast<double>(C));
   t.finished = s.stop->check(t.argmax, t.mean_entropy, st.confidence_threshold);
   s.canvas = t.canvas_out;
   s.argmax = t.argmax;
   --s.n;
-  if (trace_logits_) t.logits = s.sc;
   if (trace_) trace_(s.id, t);
   return t.finished || s.n == 0;
 }
@@ -184,32 +181,30 @@ std::vector<DiffusionGenerator::Event> DiffusionGenerator::step() {
     check(queue_.empty(), "generation: the KV cache cannot hold the next request (it was checked to fit alone)");
     return events;
   }
-  const std::size_t C = runner_.canvas_length(), V = runner_.vocab();
-  const std::size_t per_forward = std::max<std::size_t>(1, runner_.max_batch_tokens() / C);
-  for (std::size_t first = 0; first < running_.size(); first += per_forward) {
-    const std::size_t count = std::min(per_forward, running_.size() - first);
-    std::vector<DiffusionRunner::Cache*> caches;
-    std::vector<int32_t> canvases;
-    bool any_sc = false;
-    for (std::size_t k = 0; k < count; ++k) {
-      Sequence& s = *running_[first + k];
-      caches.push_back(&s.cache);
-      canvases.insert(canvases.end(), s.canvas.begin(), s.canvas.end());
-      any_sc = any_sc || !s.sc.empty();
-    }
-    sc_rows_.clear();
-    if (any_sc) {
-      sc_rows_.resize(count * C * V, -std::numeric_limits<float>::infinity());
-      for (std::size_t k = 0; k < count; ++k)
-        if (!running_[first + k]->sc.empty())
-          std::copy(running_[first + k]->sc.begin(), running_[first + k]->sc.end(),
-                    sc_rows_.begin() + static_cast<std::ptrdiff_t>(k * C * V));
-    }
-    runner_.canvas(caches, canvases, sc_rows_, logits_);
-    for (std::size_t k = 0; k < count; ++k) {
-      Sequence& s = *running_[first + k];
-      if (denoise(s, std::span<const float>(logits_).subspan(k * C * V, C * V))) commit(s, events);
-    }
+  // Every running canvas in one forward, sequence k in slot k. Its self-conditioning rows move
+  // to slot k first (from a higher slot: sequences before it left; ascending k never overwrites
+  // rows still to be moved), or become −inf on a block's first step.
+  const std::size_t C = runner_.canvas_length(), count = running_.size();
+  std::vector<DiffusionRunner::Cache*> caches;
+  std::vector<int32_t> canvases;
+  std::vector<float> temperatures(count * C);
+  std::vector<double> uniforms(count * C);
+  for (std::size_t k = 0; k < count; ++k) {
+    Sequence& s = *running_[k];
+    const auto slot = static_cast<std::ptrdiff_t>(k);
+    if (s.sc_slot < 0) runner_.clear_sc(k);
+    else if (s.sc_slot != slot) runner_.move_sc(static_cast<std::size_t>(s.sc_slot), k);
+    caches.push_back(&s.cache);
+    canvases.insert(canvases.end(), s.canvas.begin(), s.canvas.end());
+    std::fill_n(temperatures.begin() + slot * static_cast<std::ptrdiff_t>(C), C, temperature(s));
+    s.draws->uniforms(std::span<double>(uniforms).subspan(k * C, C));
+  }
+  runner_.forward(caches, canvases);
+  runner_.sample(temperatures, uniforms, rows_);
+  for (std::size_t k = 0; k < count; ++k) {
+    Sequence& s = *running_[k];
+    s.sc_slot = static_cast<std::ptrdiff_t>(k);
+    if (denoise(s, std::span<const ops::RowDraw>(rows_).subspan(k * C, C))) commit(s, events);
   }
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->done) {

@@ -50,6 +50,8 @@ class DiffusionGenerator {
   };
   // Admits what fits (encoding its prompt), runs one denoising step of every running canvas
   // together, and commits the blocks that finished denoising. Returns the committed tokens.
+  // At most one forward's canvases run (DiffusionRunner::slots()); later requests wait: each
+  // running canvas keeps its processed logits on the device, in its slot.
   std::vector<Event> step();
   bool idle() const { return queue_.empty() && running_.empty(); }
   GenerationResult take_result(Id id);
@@ -62,16 +64,12 @@ class DiffusionGenerator {
     std::size_t block = 0;
     int step = 0;  // n, counting down
     float temperature = 0.0f;
-    std::vector<int32_t> canvas_in, argmax, canvas_out;
+    std::vector<int32_t> canvas_in, argmax, sampled, canvas_out;
     std::vector<std::uint8_t> accepted;
     float mean_entropy = 0.0f;
     bool finished = false;
-    std::vector<float> logits;  // the processed logits, with set_trace(..., true) only
   };
-  void set_trace(std::function<void(Id, const StepTrace&)> trace, bool with_logits = false) {
-    trace_ = std::move(trace);
-    trace_logits_ = with_logits;
-  }
+  void set_trace(std::function<void(Id, const StepTrace&)> trace) { trace_ = std::move(trace); }
 
  private:
   struct Sequence {
@@ -83,7 +81,9 @@ class DiffusionGenerator {
     std::size_t blocks = 0, block = 0;
     int n = 0;                          // the step to run next, N … 1
     std::vector<int32_t> canvas, argmax;
-    std::vector<float> sc;              // the previous step's processed logits (empty: none)
+    // The canvas slot whose self-conditioning rows hold its previous step's processed logits
+    // (−1: none, the block's first step). Slots only move down, as sequences before it leave.
+    std::ptrdiff_t sc_slot = -1;
     std::optional<StopRule> stop;
     std::optional<Detokenizer> detok;
     GenerationResult result;
@@ -94,8 +94,9 @@ class DiffusionGenerator {
   std::size_t entries_needed(const GenerationRequest& r, const models::DiffusionSettings& s) const;
   void admit();
   void start_block(Sequence& s);
-  // One step's sampling for a sequence from its canvas's raw logits; true when the block is done.
-  bool denoise(Sequence& s, std::span<const float> raw);
+  float temperature(const Sequence& s) const;
+  // One step's decisions for a sequence from its canvas's rows; true when the block is done.
+  bool denoise(Sequence& s, std::span<const ops::RowDraw> rows);
   void commit(Sequence& s, std::vector<Event>& events);
 
   DiffusionRunner& runner_;
@@ -106,10 +107,8 @@ class DiffusionGenerator {
   std::vector<std::unique_ptr<Sequence>> running_;
   std::map<Id, GenerationResult> finished_;
   Id next_id_ = 0;
-  std::vector<float> logits_, sc_rows_;
+  std::vector<ops::RowDraw> rows_;  // the last forward's sampler rows
   std::function<void(Id, const StepTrace&)> trace_;
-  bool trace_logits_ = false;
-  ThreadPool pool_;  // the sampler's rows (a canvas's 256 rows of 262,144 logits at the released size)
 };
 
 }  // namespace il::runtime

@@ -61,6 +61,7 @@ void DiffusionRunner::fill_pages(plan::Batch& b, const std::vector<const Cache*>
 }
 
 void DiffusionRunner::encode(Cache& c, std::span<const int32_t> ids) {
+  last_rows_ = 0;  // the encode batch replaces the canvas forward's rows
   // Positions are the cache indices (no offset): the prompt at 0 … P − 1, block k after it.
   for (std::size_t done = 0; done < ids.size();) {
     const std::size_t n = std::min(max_tokens_, ids.size() - done);
@@ -81,14 +82,12 @@ void DiffusionRunner::encode(Cache& c, std::span<const int32_t> ids) {
   }
 }
 
-void DiffusionRunner::canvas(const std::vector<Cache*>& seqs, std::span<const int32_t> canvases,
-                             std::span<const float> sc, std::vector<float>& logits, const std::string& program) {
-  const std::size_t C = spec_.canvas_length, V = spec_.vocab, T = seqs.size() * C;
+void DiffusionRunner::forward(const std::vector<Cache*>& seqs, std::span<const int32_t> canvases,
+                              const std::string& program) {
+  const std::size_t C = spec_.canvas_length, T = seqs.size() * C;
   check(canvases.size() == T, "canvas forward: ", canvases.size(), " ids for ", seqs.size(), " canvases of ", C);
   check(T <= max_tokens_, "canvas forward: ", seqs.size(), " canvases of ", C, " tokens exceed the batch of ",
         max_tokens_);
-  check(sc.empty() || sc.size() == T * V, "canvas forward: self-conditioning of ", sc.size(), " values for ", T,
-        " rows of ", V);
   plan::Batch b;
   b.tokens.assign(canvases.begin(), canvases.end());
   std::vector<const Cache*> view;
@@ -109,13 +108,40 @@ void DiffusionRunner::canvas(const std::vector<Cache*>& seqs, std::span<const in
   b.seq_starts.push_back(static_cast<int32_t>(T));
   fill_pages(b, view);
   exec_.set_batch(b);
+  exec_.run(program);
+  last_rows_ = T;
+}
+
+void DiffusionRunner::sample(const std::vector<float>& temperature, const std::vector<double>& uniform,
+                             std::vector<ops::RowDraw>& out) {
+  check(last_rows_ > 0, "canvas sample: no forward to sample from");
+  out.resize(last_rows_);
+  exec_.sample_rows(model_.plan.output("canvas_logits"), model_.plan.whole(spec_.sc_logits), temperature, uniform,
+                    out.data());
+}
+
+void DiffusionRunner::clear_sc(std::size_t slot) {
+  const std::size_t C = spec_.canvas_length;
+  exec_.fill_rows(model_.plan.whole(spec_.sc_logits), slot * C, C, -std::numeric_limits<float>::infinity());
+}
+
+void DiffusionRunner::move_sc(std::size_t from, std::size_t to) {
+  const std::size_t C = spec_.canvas_length;
+  exec_.copy_rows(model_.plan.whole(spec_.sc_logits), from * C, to * C, C);
+}
+
+void DiffusionRunner::canvas(const std::vector<Cache*>& seqs, std::span<const int32_t> canvases,
+                             std::span<const float> sc, std::vector<float>& logits, const std::string& program) {
+  const std::size_t V = spec_.vocab, T = seqs.size() * spec_.canvas_length;
+  check(sc.empty() || sc.size() == T * V, "canvas forward: self-conditioning of ", sc.size(), " values for ", T,
+        " rows of ", V);
+  check(T <= max_tokens_, "canvas forward: ", T, " canvas rows exceed the batch of ", max_tokens_);
   if (sc.empty()) {
-    sc_none_.assign(T * V, -std::numeric_limits<float>::infinity());
-    exec_.write(model_.plan.whole(spec_.sc_logits), sc_none_.data(), T);
+    exec_.fill_rows(model_.plan.whole(spec_.sc_logits), 0, T, -std::numeric_limits<float>::infinity());
   } else {
     exec_.write(model_.plan.whole(spec_.sc_logits), sc.data(), T);
   }
-  exec_.run(program);
+  forward(seqs, canvases, program);
   logits.resize(T * V);
   exec_.read(model_.plan.output("canvas_logits"), logits.data());
 }

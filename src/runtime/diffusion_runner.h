@@ -52,11 +52,26 @@ class DiffusionRunner {
   // at most max_batch_tokens).
   void encode(Cache& c, std::span<const int32_t> ids);
   // One denoising forward of each sequence's canvas (canvas_length ids each, at positions
-  // committed … committed + C − 1), with self-conditioning rows `sc` ([Σ C, vocab], −inf rows
-  // for none; empty: none for any). Returns the softcapped logits, [Σ C, vocab] row-major.
-  // `program`: "canvas", or a prefix of it a test added to the plan (its logits are then stale).
+  // committed … committed + C − 1). Sequence k's self-conditioning input is what canvas slot k's
+  // rows of the self-conditioning buffer hold: the processed logits sample() left there, or
+  // none after clear_sc(k). `program`: "canvas", or a prefix of it a test added to the plan.
+  void forward(const std::vector<Cache*>& seqs, std::span<const int32_t> canvases,
+               const std::string& program = "canvas");
+  // The sampler's rows over the last forward (ops/canvas_sample.h): each row's logits divided by
+  // its temperature into the same row of the self-conditioning buffer (slot k's for sequence
+  // k's next forward), its entropy, argmax and inverse-CDF draw of its uniform. Only `out` comes
+  // back to the host.
+  void sample(const std::vector<float>& temperature, const std::vector<double>& uniform,
+              std::vector<ops::RowDraw>& out);
+  // Canvas slot `slot` gets no self-conditioning (−inf rows), or slot `from`'s rows.
+  void clear_sc(std::size_t slot);
+  void move_sc(std::size_t from, std::size_t to);
+  // The check form: self-conditioning rows `sc` ([Σ C, vocab], −inf rows for none; empty: none
+  // for any) written from the host, one forward, the softcapped logits [Σ C, vocab] read back.
   void canvas(const std::vector<Cache*>& seqs, std::span<const int32_t> canvases, std::span<const float> sc,
               std::vector<float>& logits, const std::string& program = "canvas");
+  // Canvases one forward holds (its slots).
+  std::size_t slots() const { return max_tokens_ / spec_.canvas_length; }
 
   std::size_t canvas_length() const { return spec_.canvas_length; }
   std::size_t vocab() const { return spec_.vocab; }
@@ -72,7 +87,7 @@ class DiffusionRunner {
   DiffusionCacheLayout layout_;
   std::size_t max_tokens_;
   std::vector<int32_t> free_pages_;
-  std::vector<float> sc_none_;
+  std::size_t last_rows_ = 0;  // the canvas rows of the last forward (0: none since, or an encode)
 };
 
 }  // namespace il::runtime

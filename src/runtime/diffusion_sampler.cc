@@ -12,25 +12,6 @@ float diffusion_temperature(int n, int N, double t_min, double t_max) {
   return static_cast<float>(t_min) + span * frac;
 }
 
-RowStats row_stats(std::span<const float> logits) {
-  RowStats s;
-  float mx = -INFINITY;
-  for (std::size_t j = 0; j < logits.size(); ++j)
-    if (logits[j] > mx) {
-      mx = logits[j];
-      s.argmax = static_cast<int32_t>(j);
-    }
-  // H = log Σ e^(l − m) − Σ p (l − m), p = e^(l − m) / Σ e^(l − m).
-  double z = 0.0, weighted = 0.0;
-  for (float v : logits) {
-    const double d = static_cast<double>(v) - mx, e = std::exp(d);
-    z += e;
-    weighted += e * d;
-  }
-  s.entropy = static_cast<float>(std::log(z) - weighted / z);
-  return s;
-}
-
 std::vector<std::uint8_t> accept_by_entropy(std::span<const float> entropies, float bound) {
   std::vector<std::size_t> order(entropies.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -42,24 +23,6 @@ std::vector<std::uint8_t> accept_by_entropy(std::span<const float> entropies, fl
     before += entropies[i];
   }
   return accepted;
-}
-
-int32_t inverse_cdf(std::span<const float> logits, double u) {
-  float mx = -INFINITY;
-  for (float v : logits) mx = std::max(mx, v);
-  std::vector<float> p(logits.size());
-  double z = 0.0;
-  for (std::size_t j = 0; j < logits.size(); ++j) z += (p[j] = std::exp(logits[j] - mx));
-  for (float& v : p) v = static_cast<float>(v / z);  // torch's f32 probabilities
-  double run = 0.0;
-  int32_t last = 0;
-  for (std::size_t j = 0; j < p.size(); ++j) {
-    if (p[j] <= 0.0f) continue;
-    last = static_cast<int32_t>(j);
-    run += p[j];
-    if (run > u) return last;
-  }
-  return last;
 }
 
 std::optional<std::size_t> first_end(std::span<const int32_t> block, std::span<const int32_t> end_ids) {
@@ -89,19 +52,12 @@ bool StopRule::check(std::span<const int32_t> argmax, float mean_entropy, std::o
   return threshold && stable && mean_entropy < *threshold;
 }
 
-double SeededDraws::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
-
 void SeededDraws::uniform_ids(std::span<int32_t> out, std::size_t vocab) {
   for (int32_t& id : out) id = static_cast<int32_t>((rng_() >> 32) * vocab >> 32);
 }
 
-void SeededDraws::sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out,
-                         ThreadPool& pool) {
-  std::vector<double> u(out.size());
-  for (double& v : u) v = uniform();
-  pool.parallel_for(out.size(), 1, [&](std::size_t i0, std::size_t i1) {
-    for (std::size_t i = i0; i < i1; ++i) out[i] = inverse_cdf(logits.subspan(i * vocab, vocab), u[i]);
-  });
+void SeededDraws::uniforms(std::span<double> out) {
+  for (double& u : out) u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
 }  // namespace il::runtime

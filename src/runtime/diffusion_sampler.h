@@ -1,7 +1,8 @@
 // The block-diffusion sampler of transformers' DiffusionGemma generate (EntropyBoundSampler, the
-// temperature schedule, StableAndConfidentStoppingCriteria, _finalize_canvas), on the host over
-// one canvas's logits; docs/diffusion-gemma.md §6. The random draws go through DiffusionDraws so
-// a test can replace them with a recorded sequence.
+// temperature schedule, StableAndConfidentStoppingCriteria, _finalize_canvas): the decisions over
+// one canvas's per-row results, on the host (docs/diffusion-gemma.md §6). The per-row work over the
+// vocabulary runs where the logits are (ops/canvas_sample.h, plan::Executor::sample_rows). The
+// random draws go through DiffusionDraws so a test can replace them with a recorded sequence.
 #pragma once
 
 #include <cstddef>
@@ -11,30 +12,16 @@
 #include <span>
 #include <vector>
 
-#include "core/thread_pool.h"
-
 namespace il::runtime {
 
 // T(n) for step n of N (counting down N … 1), in transformers' arithmetic: n / N in f32, the
 // difference t_max − t_min of the Python floats rounded to f32, the sum in f32.
 float diffusion_temperature(int n, int N, double t_min, double t_max);
 
-// Per row: the entropy of softmax(row) (f64 sums, the result f32) and its first maximum.
-struct RowStats {
-  float entropy = 0.0f;
-  int32_t argmax = 0;
-};
-RowStats row_stats(std::span<const float> logits);
-
 // Which positions keep their sampled token: sorted by entropy (ascending; ties by position),
 // position i is accepted while the entropies before it in that order sum to at most `bound`
 // (so the lowest-entropy position always is).
 std::vector<std::uint8_t> accept_by_entropy(std::span<const float> entropies, float bound);
-
-// The first index whose running sum (f64) of the probabilities of `logits` exceeds u ∈ [0, 1):
-// an inverse-CDF draw (the last index with a non-zero probability when rounding leaves u above
-// the total).
-int32_t inverse_cdf(std::span<const float> logits, double u);
 
 // Where the block's tokens end: the first end id's index, or none.
 std::optional<std::size_t> first_end(std::span<const int32_t> block, std::span<const int32_t> end_ids);
@@ -64,21 +51,23 @@ class DiffusionDraws {
  public:
   virtual ~DiffusionDraws() = default;
   virtual void uniform_ids(std::span<int32_t> out, std::size_t vocab) = 0;
-  // out[i] from the distribution softmax(logits row i) (rows of `vocab` values); the rows may be
-  // spread over `pool` (the draws themselves are taken in row order).
-  virtual void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out, ThreadPool& pool) = 0;
+  // One uniform in [0, 1) per position, for this step's token draws: position i's token is the
+  // inverse-CDF draw of out[i] from softmax(its processed logits), made where the logits are.
+  virtual void uniforms(std::span<double> out) = 0;
+  // Tokens a test imposes in place of this step's draws (transformers' own multinomial draws,
+  // which no uniform reproduces), asked after the forward; false: none.
+  virtual bool imposed(std::span<int32_t> /*tokens*/) { return false; }
 };
 
 // Our own draws, reproducible from the request's seed: a 64-bit Mersenne Twister; ids are the
-// high bits scaled to the vocabulary, samples the inverse CDF of a 53-bit uniform.
+// high bits scaled to the vocabulary, uniforms 53-bit.
 class SeededDraws final : public DiffusionDraws {
  public:
   explicit SeededDraws(std::uint64_t seed) : rng_(seed) {}
   void uniform_ids(std::span<int32_t> out, std::size_t vocab) override;
-  void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out, ThreadPool& pool) override;
+  void uniforms(std::span<double> out) override;
 
  private:
-  double uniform();
   std::mt19937_64 rng_;
 };
 

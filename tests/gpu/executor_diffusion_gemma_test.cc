@@ -35,7 +35,7 @@ constexpr std::size_t kPage = 4, kWindow = 5;
 
 struct DgPlan {
   plan::Plan plan;
-  plan::View logits, capped, probs_tok, probs, mixed, attn;
+  plan::View logits, capped, probs_tok, probs, mixed, attn, processed;
 };
 
 DgPlan make_dg_plan() {
@@ -55,6 +55,7 @@ DgPlan make_dg_plan() {
   const plan::View k_cache = plan.whole(plan.add_persistent_buffer("k_cache", kCacheRows, kHeadDim));
   const plan::View v_cache = plan.whole(plan.add_persistent_buffer("v_cache", kCacheRows, kHeadDim));
   p.attn = plan.whole(plan.add_buffer("attn", plan::Rows::kTokens, 2 * kHeadDim));
+  p.processed = plan.whole(plan.add_persistent_buffer("processed", 16, kVocab, plan::Elem::kF32));
 
   plan::EmbedStep e;
   e.word = table;
@@ -192,6 +193,62 @@ TEST(GpuDiffusionGemmaExecutor, TransposedGemmWriteSoftmaxAndWindowedCanvasMatch
     }
     EXPECT_GT(gpu->captured_graphs(), 0u) << dtype << ": the canvas shape must have been captured and replayed";
   }
+}
+
+// The sampler's rows where the logits are (Executor::sample_rows) and the self-conditioning row
+// moves (fill_rows, copy_rows), against the CPU executor, after the canvas batch's run: draws and
+// argmax exact, entropies and the processed rows to the logits' error; the moved rows exact.
+TEST(GpuDiffusionGemmaExecutor, SampleRowsFillAndCopyMatchCpu) {
+  IL_REQUIRE_GPU();
+  DgPlan gp = make_dg_plan(), cp = make_dg_plan();
+  std::unique_ptr<plan::Executor> gpu = cuda::make_executor(gp.plan, 64, 0, "f32");
+  cpu::CpuExecutor cpu(cp.plan, 64, 2);
+  const plan::Batch batch = dg_batch(true);
+  const std::size_t t = batch.num_tokens();
+  std::vector<float> temps(t);
+  std::vector<double> u(t);
+  for (std::size_t i = 0; i < t; ++i) {
+    temps[i] = 0.3f + 0.1f * static_cast<float>(i);
+    u[i] = std::fmod(0.137 * static_cast<double>(i + 1), 1.0);
+  }
+  std::vector<ops::RowDraw> got(t), want(t);
+  std::vector<float> probs(kPersistentRows * kVocab, 0.0f);
+  for (plan::Executor* exec : {gpu.get(), static_cast<plan::Executor*>(&cpu)}) {
+    const DgPlan& p = exec == gpu.get() ? gp : cp;
+    exec->write(p.probs, probs.data(), kPersistentRows);
+    exec->fill_rows(p.processed, 0, 16, 7.0f);
+    exec->set_batch(batch);
+    exec->run("dg");
+    exec->sample_rows(p.capped, p.processed, temps, u, exec == gpu.get() ? got.data() : want.data());
+  }
+  for (std::size_t i = 0; i < t; ++i) {
+    EXPECT_EQ(got[i].argmax, want[i].argmax) << "row " << i;
+    EXPECT_EQ(got[i].sample, want[i].sample) << "row " << i;
+    EXPECT_NEAR(got[i].entropy, want[i].entropy, 1e-4) << "row " << i;
+  }
+  EXPECT_LE(rel_error(read_view(*gpu, gp.processed, 16), read_view(cpu, cp.processed, 16)), 1e-5);
+  for (plan::Executor* exec : {gpu.get(), static_cast<plan::Executor*>(&cpu)}) {
+    const DgPlan& p = exec == gpu.get() ? gp : cp;
+    exec->copy_rows(p.processed, 2, 13, 3);
+    exec->fill_rows(p.processed, 4, 2, -INFINITY);
+    exec->copy_rows(p.processed, 0, 0, 2);  // onto itself: nothing
+  }
+  const std::vector<float> g = read_view(*gpu, gp.processed, 16), c = read_view(cpu, cp.processed, 16);
+  for (std::size_t r = 13; r < 16; ++r)
+    for (std::size_t j = 0; j < kVocab; ++j) ASSERT_EQ(g[r * kVocab + j], g[(r - 11) * kVocab + j]) << r << ", " << j;
+  for (std::size_t r = 4; r < 6; ++r)
+    for (std::size_t j = 0; j < kVocab; ++j) ASSERT_EQ(g[r * kVocab + j], -INFINITY);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (std::isinf(c[i])) {
+      ASSERT_EQ(g[i], c[i]) << i;
+    }
+  }
+  // Refused: overlapping ranges, rows past the buffer, a token-row buffer, an activation buffer.
+  EXPECT_THROW(gpu->copy_rows(gp.processed, 0, 1, 2), Error);
+  EXPECT_THROW(gpu->fill_rows(gp.processed, 15, 2, 0.0f), Error);
+  EXPECT_THROW(gpu->fill_rows(gp.capped, 0, 1, 0.0f), Error);
+  EXPECT_THROW(gpu->fill_rows(gp.probs, 0, 1, 0.0f), Error);
+  EXPECT_THROW(gpu->sample_rows(gp.capped, gp.processed, {1.0f}, {0.5}, got.data()), Error);
 }
 
 TEST(GpuDiffusionGemmaExecutor, WriteRefusesNonPersistentBuffersAndTooManyRows) {

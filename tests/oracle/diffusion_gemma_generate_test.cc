@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "fixture.h"
 #include "models/registry.h"
+#include "ops/canvas_sample.h"
 #include "runtime/diffusion_generator.h"
 
 namespace il::test {
@@ -45,18 +46,22 @@ class RecordedDraws final : public runtime::DiffusionDraws {
     ASSERT_EQ(v.size(), out.size());
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = v[i].get<int32_t>();
   }
-  void sample(std::span<const float> logits, std::size_t vocab, std::span<int32_t> out, ThreadPool&) override {
+  // The step's uniforms as logged (the "injected" cases); the "native" case logged only
+  // torch.multinomial's tokens, which imposed() then hands over.
+  void uniforms(std::span<double> out) override {
     const nlohmann::json& d = next("multinomial");
-    const auto& tokens = d.at("tokens");
-    ASSERT_EQ(tokens.size(), out.size());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (d.contains("u")) {  // our inverse CDF on transformers' uniform must land on its token
-        out[i] = runtime::inverse_cdf(logits.subspan(i * vocab, vocab), d.at("u")[i].get<double>());
-        EXPECT_EQ(out[i], tokens[i].get<int32_t>()) << "draw " << at_ - 1 << " row " << i;
-      } else {
-        out[i] = tokens[i].get<int32_t>();
-      }
+    tokens_ = d.at("tokens").get<std::vector<int32_t>>();
+    ASSERT_EQ(tokens_.size(), out.size());
+    has_u_ = d.contains("u");
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = has_u_ ? d.at("u")[i].get<double>() : 0.0;
+  }
+  bool imposed(std::span<int32_t> tokens) override {
+    if (has_u_) {  // our inverse CDF on transformers' uniform must land on its token
+      EXPECT_EQ(std::vector<int32_t>(tokens.begin(), tokens.end()), tokens_) << "draw " << at_ - 1;
+      return false;
     }
+    std::copy(tokens_.begin(), tokens_.end(), tokens.begin());
+    return true;
   }
 
  private:
@@ -68,6 +73,8 @@ class RecordedDraws final : public runtime::DiffusionDraws {
   }
   const nlohmann::json& log_;
   std::size_t& at_;
+  std::vector<int32_t> tokens_;
+  bool has_u_ = false;
 };
 
 struct Runtime {
@@ -184,7 +191,7 @@ TEST(DiffusionGemmaSampler, EntropyBoundAcceptance) {
     for (const auto& row : raw) {
       std::vector<float> l = row.get<std::vector<float>>();
       for (float& v : l) v /= T;
-      const runtime::RowStats st = runtime::row_stats(l);
+      const ops::RowDraw st = ops::row_entropy_argmax(l);
       h.push_back(st.entropy);
       argmax.push_back(st.argmax);
     }
@@ -214,7 +221,7 @@ TEST(DiffusionGemmaSampler, StopRuleMatchesTransformers) {
       const auto& st = s.at("steps")[i];
       for (std::size_t r = 0; r < 2; ++r) {
         double total = 0;
-        for (const auto& row : st.at("logits")[r]) total += runtime::row_stats(row.get<std::vector<float>>()).entropy;
+        for (const auto& row : st.at("logits")[r]) total += ops::row_entropy_argmax(row.get<std::vector<float>>()).entropy;
         const float mean = static_cast<float>(total / 8.0);
         EXPECT_NEAR(mean, st.at("mean_entropy")[r].get<float>(), 1e-5 + 1e-5 * std::abs(mean));
         const std::vector<int32_t> argmax = st.at("argmax")[r];

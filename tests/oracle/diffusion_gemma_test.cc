@@ -27,8 +27,9 @@ nlohmann::json expected() {
 }
 
 // Pages of 4 entries: the prompts and canvases cross page ends.
-std::unique_ptr<Engine> load() {
+std::unique_ptr<Engine> load(std::size_t max_batch_tokens = 0) {
   EngineOptions o;
+  if (max_batch_tokens) o.max_batch_tokens = max_batch_tokens;
   o.device = "cpu";
   o.kv_page_size = 4;
   o.kv_cache_tokens = 256;
@@ -110,6 +111,32 @@ TEST(DiffusionGemma, RequestsDenoisedTogetherAnswerAsAlone) {
     const std::vector<GenerationResult> alone = e->generate({rs[i]});
     EXPECT_EQ(together[i].tokens, alone[0].tokens) << "request " << i;
     EXPECT_FALSE(alone[0].tokens.empty());
+  }
+}
+
+// Requests that commit different numbers of blocks at different step counts leave the running
+// batch at different times, so the canvases behind them move down a slot (their
+// self-conditioning rows with them); with room for two canvases a forward, the others wait and
+// join as slots free. Each still answers as it does alone.
+TEST(DiffusionGemma, RequestsThatLeaveEarlyOrWaitAnswerAsAlone) {
+  for (std::size_t budget : {std::size_t{0}, std::size_t{16}}) {
+    auto e = load(budget);
+    std::vector<GenerationRequest> rs(5);
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      rs[i].input_ids = {static_cast<int32_t>(5 + i), 30, static_cast<int32_t>(60 + 2 * i), 9};
+      rs[i].options.seed = 7 + i;
+      rs[i].diffusion.max_new_tokens = std::vector<std::size_t>{8, 24, 16, 8, 32}[i];
+      rs[i].diffusion.max_denoising_steps = std::vector<int>{4, 2, 5, 3, 4}[i];
+      rs[i].diffusion.no_early_stop = true;
+      rs[i].options.stop_ids = std::vector<int32_t>{};
+    }
+    const std::vector<GenerationResult> together = e->generate(rs);
+    ASSERT_EQ(together.size(), rs.size());
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      const std::vector<GenerationResult> alone = e->generate({rs[i]});
+      EXPECT_EQ(together[i].tokens, alone[0].tokens) << "budget " << budget << ", request " << i;
+      EXPECT_EQ(together[i].tokens.size(), rs[i].diffusion.max_new_tokens.value());
+    }
   }
 }
 

@@ -495,6 +495,47 @@ void CpuExecutor::write(const View& view, const float* src, std::size_t n) {
   for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * b.cols, src + r * view.cols, view.cols * sizeof(float));
 }
 
+// Rows of a persistent buffer: the checks fill_rows and copy_rows share.
+static void check_persistent_f32_rows(const plan::Plan& plan, const View& view, std::size_t end, const char* what) {
+  const plan::BufferDesc& b = plan.buffers().at(static_cast<std::size_t>(view.buffer));
+  check(b.rows == Rows::kPersistent, what, ": ", b.name, " is not a persistent buffer");
+  check(b.elem == plan::Elem::kF32, what, ": ", b.name, " does not hold f32 values in every mode");
+  check(end <= b.fixed_rows, what, ": rows up to ", end, " of ", b.name, ", which holds ", b.fixed_rows);
+  check(view.col + view.cols <= b.cols, what, ": a view past the columns of ", b.name);
+}
+
+void CpuExecutor::fill_rows(const View& view, std::size_t first, std::size_t count, float value) {
+  check_persistent_f32_rows(plan_, view, first + count, "fill rows");
+  for (std::size_t r = first; r < first + count; ++r) std::fill_n(ptr(view) + r * ld(view), view.cols, value);
+}
+
+void CpuExecutor::copy_rows(const View& view, std::size_t from, std::size_t to, std::size_t count) {
+  check_persistent_f32_rows(plan_, view, std::max(from, to) + count, "copy rows");
+  check(from == to || from + count <= to || to + count <= from, "copy rows: the ranges overlap");
+  for (std::size_t r = 0; r < count; ++r)
+    std::memcpy(ptr(view) + (to + r) * ld(view), ptr(view) + (from + r) * ld(view), view.cols * sizeof(float));
+}
+
+void CpuExecutor::sample_rows(const View& logits, const View& processed, const std::vector<float>& temperature,
+                              const std::vector<double>& uniform, ops::RowDraw* out) {
+  const std::size_t n = rows(logits);
+  check(plan_.buffers().at(static_cast<std::size_t>(logits.buffer)).rows == Rows::kTokens,
+        "sample rows: the logits must be a token-row buffer");
+  check(temperature.size() == n && uniform.size() == n, "sample rows: ", temperature.size(), " temperatures and ",
+        uniform.size(), " uniforms for ", n, " rows");
+  check_persistent_f32_rows(plan_, processed, n, "sample rows");
+  check(processed.cols == logits.cols, "sample rows: ", processed.cols, " processed columns for ", logits.cols);
+  ops::CanvasSampleArgs a;
+  a.logits = ops::ConstTensorView(tensor(logits));
+  a.processed = tensor(processed);
+  a.temperature = temperature.data();
+  a.uniform = uniform.data();
+  a.rows = n;
+  a.cols = logits.cols;
+  a.out = out;
+  ops::canvas_sample_cpu(a, pool_);
+}
+
 void CpuExecutor::maxsim(const View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
                          float* scores) {
   const std::size_t n = rows(tokens);

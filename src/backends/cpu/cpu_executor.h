@@ -29,6 +29,10 @@ class CpuExecutor final : public plan::Executor {
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
   void write(const plan::View& view, const float* src, std::size_t rows) override;
+  void fill_rows(const plan::View& view, std::size_t first, std::size_t count, float value) override;
+  void copy_rows(const plan::View& view, std::size_t from, std::size_t to, std::size_t count) override;
+  void sample_rows(const plan::View& logits, const plan::View& processed, const std::vector<float>& temperature,
+                   const std::vector<double>& uniform, ops::RowDraw* out) override;
   std::string backend_name() const override { return "cpu"; }
   void maxsim(const plan::View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
               float* scores) override;

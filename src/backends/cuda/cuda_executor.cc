@@ -672,6 +672,75 @@ void CudaExecutor::write(const View& view, const float* src, std::size_t n) {
 
 // Pairs, keep bytes and scores go through one pinned staging buffer and one device piece each
 // way; the kernel reads the token rows where the last run left them, so only the scores come back.
+// Rows of a persistent f32 buffer: the checks fill_rows and copy_rows share.
+static void check_persistent_f32_rows(const plan::Plan& plan, const View& view, std::size_t end, const char* what) {
+  const plan::BufferDesc& b = plan.buffers().at(static_cast<std::size_t>(view.buffer));
+  check(b.rows == Rows::kPersistent, what, ": ", b.name, " is not a persistent buffer");
+  check(b.elem == plan::Elem::kF32, what, ": ", b.name, " does not hold f32 values");
+  check(end <= b.fixed_rows, what, ": rows up to ", end, " of ", b.name, ", which holds ", b.fixed_rows);
+  check(view.col + view.cols <= b.cols, what, ": a view past the columns of ", b.name);
+}
+
+void CudaExecutor::fill_rows(const View& view, std::size_t first, std::size_t count, float value) {
+  check_persistent_f32_rows(plan_, view, first + count, "fill rows");
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  ops::fill_rows_cuda(static_cast<float*>(tensor(view).data) + first * ld(view), ld(view), count, view.cols, value,
+                      stream_);
+}
+
+void CudaExecutor::copy_rows(const View& view, std::size_t from, std::size_t to, std::size_t count) {
+  check_persistent_f32_rows(plan_, view, std::max(from, to) + count, "copy rows");
+  check(from == to || from + count <= to || to + count <= from, "copy rows: the ranges overlap");
+  if (count == 0 || from == to) return;
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  float* base = static_cast<float*>(tensor(view).data);
+  const std::size_t pitch = ld(view) * sizeof(float);
+  IL_CUDA_CHECK(cudaMemcpy2DAsync(base + to * ld(view), pitch, base + from * ld(view), pitch,
+                                  view.cols * sizeof(float), count, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaExecutor::sample_rows(const View& logits, const View& processed, const std::vector<float>& temperature,
+                               const std::vector<double>& uniform, ops::RowDraw* out) {
+  const plan::BufferDesc& lb = plan_.buffers().at(static_cast<std::size_t>(logits.buffer));
+  check(lb.rows == Rows::kTokens && lb.elem == plan::Elem::kF32,
+        "sample rows: the logits must be a token-row f32 buffer");
+  const std::size_t n = real_tokens_;
+  check(temperature.size() == n && uniform.size() == n, "sample rows: ", temperature.size(), " temperatures and ",
+        uniform.size(), " uniforms for ", n, " rows");
+  check_persistent_f32_rows(plan_, processed, n, "sample rows");
+  check(processed.cols == logits.cols, "sample rows: ", processed.cols, " processed columns for ", logits.cols);
+  for (std::size_t r = 0; r < n; ++r)
+    check(temperature[r] > 0.0f && uniform[r] >= 0.0 && uniform[r] < 1.0, "sample rows: row ", r,
+          " has temperature ", temperature[r], " and uniform ", uniform[r]);
+  if (n == 0) return;
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  const std::size_t t_bytes = aligned_bytes(n * sizeof(float)), u_bytes = aligned_bytes(n * sizeof(double));
+  const std::size_t out_bytes = aligned_bytes(n * sizeof(ops::RowDraw)), total = t_bytes + u_bytes + out_bytes;
+  if (sample_arena_.bytes() < total) {
+    IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // an earlier call's copies may still use them
+    sample_arena_ = DeviceMemory(total);
+    sample_staging_ = PinnedMemory(total);
+  }
+  std::byte* host = sample_staging_.get();
+  std::memcpy(host, temperature.data(), n * sizeof(float));
+  std::memcpy(host + t_bytes, uniform.data(), n * sizeof(double));
+  std::byte* dev = sample_arena_.get();
+  IL_CUDA_CHECK(cudaMemcpyAsync(dev, host, t_bytes + u_bytes, cudaMemcpyHostToDevice, stream_));
+  ops::CanvasSampleArgs a;
+  a.logits = ops::ConstTensorView(tensor(logits));
+  a.processed = tensor(processed);
+  a.temperature = reinterpret_cast<const float*>(dev);
+  a.uniform = reinterpret_cast<const double*>(dev + t_bytes);
+  a.rows = n;
+  a.cols = logits.cols;
+  a.out = reinterpret_cast<ops::RowDraw*>(dev + t_bytes + u_bytes);
+  ops::canvas_sample_cuda(a, stream_);
+  IL_CUDA_CHECK(cudaMemcpyAsync(host + t_bytes + u_bytes, a.out, n * sizeof(ops::RowDraw), cudaMemcpyDeviceToHost,
+                                stream_));
+  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::memcpy(out, host + t_bytes + u_bytes, n * sizeof(ops::RowDraw));
+}
+
 void CudaExecutor::maxsim(const View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
                           float* scores) {
   check(plan_.buffers().at(static_cast<std::size_t>(tokens.buffer)).rows == Rows::kTokens,

@@ -54,6 +54,10 @@ class CudaExecutor final : public plan::Executor {
   void write(const plan::View& view, const float* src, std::size_t rows) override;
   void maxsim(const plan::View& tokens, const std::vector<int32_t>& pairs, const std::vector<uint8_t>& keep,
               float* scores) override;
+  void fill_rows(const plan::View& view, std::size_t first, std::size_t count, float value) override;
+  void copy_rows(const plan::View& view, std::size_t from, std::size_t to, std::size_t count) override;
+  void sample_rows(const plan::View& logits, const plan::View& processed, const std::vector<float>& temperature,
+                   const std::vector<double>& uniform, ops::RowDraw* out) override;
   std::string backend_name() const override { return "cuda:" + std::to_string(device_); }
   std::string compute_dtype() const override;
   std::size_t captured_graphs() const override { return captured_graphs_; }
@@ -176,6 +180,10 @@ class CudaExecutor final : public plan::Executor {
   // largest call.
   DeviceMemory maxsim_arena_;
   PinnedMemory maxsim_staging_;
+  // sample_rows(): per row the temperature, the uniform and the result, on the device and in
+  // pinned staging of the same layout; grown to the largest call.
+  DeviceMemory sample_arena_;
+  PinnedMemory sample_staging_;
 
   // The launched shape is the batch rounded up to buckets (backends/cuda/batch_buckets.h);
   // reads return the real rows.
