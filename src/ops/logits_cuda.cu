@@ -35,26 +35,59 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return m;
 }
 
-template <typename T>
+// x's rows read four at a time where they are 16-byte aligned (the 262,144-logit rows of
+// DiffusionGemma's self-conditioning: scalar loads left the kernel latency-bound at 4.3 ms for
+// 256 rows); each thread stores what it read itself.
+template <typename T, bool kVec4>
 __global__ void softmax_rows_kernel(const float* x, std::size_t ldx, T* out, std::size_t ldo, int cols, float scale) {
   pdl::wait_for_predecessor();
   __shared__ float scratch[kSoftmaxThreads / 32];
   const std::size_t r = blockIdx.x;
   const float* xr = x + r * ldx;
   T* o = out + r * ldo;
+  const int tid = static_cast<int>(threadIdx.x), step = static_cast<int>(blockDim.x);
+  const int n4 = kVec4 ? cols / 4 : 0;
+  const float4* x4 = reinterpret_cast<const float4*>(xr);
   float mx = -INFINITY;
-  for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x)) mx = fmaxf(mx, xr[j]);
+  if constexpr (kVec4) {
+#pragma unroll 4
+    for (int i = tid; i < n4; i += step) {
+      const float4 v = x4[i];
+      mx = fmaxf(mx, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    }
+  } else {
+    for (int j = tid; j < cols; j += step) mx = fmaxf(mx, xr[j]);
+  }
   mx = block_max(mx, scratch);
   if (mx == -INFINITY) {  // no distribution
-    for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x)) elem::store(o + j, 0.0f);
+    for (int j = tid; j < cols; j += step) elem::store(o + j, 0.0f);
     return;
   }
   float sum = 0.0f;
-  for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x)) sum += expf(xr[j] - mx);
+  if constexpr (kVec4) {
+#pragma unroll 4
+    for (int i = tid; i < n4; i += step) {
+      const float4 v = x4[i];
+      sum += (expf(v.x - mx) + expf(v.y - mx)) + (expf(v.z - mx) + expf(v.w - mx));
+    }
+  } else {
+    for (int j = tid; j < cols; j += step) sum += expf(xr[j] - mx);
+  }
   sum = cuda_reduce::block_sum(sum, scratch);
   const float k = scale / sum;
-  for (int j = static_cast<int>(threadIdx.x); j < cols; j += static_cast<int>(blockDim.x))
-    elem::store(o + j, expf(xr[j] - mx) * k);
+  if constexpr (kVec4) {
+#pragma unroll 4
+    for (int i = tid; i < n4; i += step) {
+      const float4 v = x4[i];
+      T* oi = o + 4 * i;
+      elem::store(oi, expf(v.x - mx) * k);
+      elem::store(oi + 1, expf(v.y - mx) * k);
+      elem::store(oi + 2, expf(v.z - mx) * k);
+      elem::store(oi + 3, expf(v.w - mx) * k);
+    }
+  } else {
+    for (int j = tid; j < cols; j += step) elem::store(o + j, expf(xr[j] - mx) * k);
+  }
 }
 
 template <typename T>
@@ -75,9 +108,10 @@ void softmax_rows_cuda(const SoftmaxRowsArgs& a, cudaStream_t stream) {
   check(a.rows < (1u << 31) && a.cols < (1u << 31), "softmax (CUDA): ", a.rows, " × ", a.cols, " too large for one launch");
   elem::dispatch(a.out.dtype, [&](auto tag) {
     using T = decltype(tag);
-    pdl::launch(softmax_rows_kernel<T>, static_cast<unsigned>(a.rows), kSoftmaxThreads, 0, stream,
-                static_cast<const float*>(a.x.data), a.x.ld, static_cast<T*>(a.out.data), a.out.ld,
-                static_cast<int>(a.cols), a.scale);
+    const bool vec4 = elem::vectorizable<float>(a.x.data, a.x.ld, a.cols);
+    pdl::launch(vec4 ? softmax_rows_kernel<T, true> : softmax_rows_kernel<T, false>, static_cast<unsigned>(a.rows),
+                kSoftmaxThreads, 0, stream, static_cast<const float*>(a.x.data), a.x.ld, static_cast<T*>(a.out.data),
+                a.out.ld, static_cast<int>(a.cols), a.scale);
   });
 }
 

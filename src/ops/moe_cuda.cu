@@ -45,7 +45,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Router
 
-constexpr int kRouterTokens = 4;     // tokens per block: each weight element read serves 4 tokens
+constexpr int kRouterTokens = 2;     // tokens per block: 128 blocks at a 256-token canvas
 constexpr int kRouterGroup = 4;      // experts a warp sums at once
 constexpr int kRouterChunk = 512;    // columns of x staged in shared memory at a time
 constexpr int kRouterThreads = 256;  // 8 warps; warp w takes experts 4w … 4w + 3, then 32 on
