@@ -49,7 +49,8 @@ std::size_t DiffusionGenerator::entries_needed(const GenerationRequest& r, const
 void DiffusionGenerator::validate(const GenerationRequest& r) const {
   check(!r.input_ids.empty(), "the prompt is empty");
   check(r.images.empty(), "this model takes no images in its prompts (text generation only)");
-  check(r.options.stop_strings.empty(), "stop strings are not supported by block-diffusion generation yet");
+  check(r.options.stop_strings.empty() || tokenizer_, "stop strings need the model folder's tokenizer");
+  for (const std::string& stop : r.options.stop_strings) check(!stop.empty(), "a stop string is empty");
   const std::size_t V = runner_.vocab();
   for (std::size_t i = 0; i < r.input_ids.size(); ++i)
     check(r.input_ids[i] >= 0 && static_cast<std::size_t>(r.input_ids[i]) < V, "input_ids[", i, "] = ",
@@ -156,15 +157,27 @@ void DiffusionGenerator::commit(Sequence& s, std::vector<Event>& events) {
   std::vector<int32_t> block = s.argmax;
   const std::optional<std::size_t> end = finalize_block(block, s.settings.end_ids, s.settings.pad_id);
   ++s.block;
-  const bool last = end.has_value() || s.block == s.blocks;
+  bool last = end.has_value() || s.block == s.blocks;
   const std::size_t keep = end ? *end + 1 : block.size();
-  for (std::size_t i = 0; i < keep; ++i) {
+  // A stop string ends the answer at the token that completes it (the rest of the block is
+  // dropped); only the text's tail can hold a new match.
+  const std::vector<std::string>& stops = s.request.options.stop_strings;
+  std::size_t longest = 0;
+  for (const std::string& stop : stops) longest = std::max(longest, stop.size());
+  bool stopped = false;
+  for (std::size_t i = 0; i < keep && !stopped; ++i) {
     s.result.tokens.push_back(block[i]);
-    Event e{s.id, block[i], s.detok ? s.detok->push(block[i]) : std::string(), last && i + 1 == keep};
-    events.push_back(std::move(e));
+    std::string piece = s.detok ? s.detok->push(block[i]) : std::string();
+    if (!stops.empty()) {
+      const std::size_t from = s.text.size() >= longest ? s.text.size() - longest + 1 : 0;
+      s.text += piece;
+      for (const std::string& stop : stops) stopped = stopped || s.text.find(stop, from) != std::string::npos;
+    }
+    events.push_back(Event{s.id, block[i], std::move(piece), stopped || (last && i + 1 == keep)});
   }
+  last = last || stopped;
   if (last) {
-    s.result.finish = end ? FinishReason::kStopId : FinishReason::kLength;
+    s.result.finish = stopped ? FinishReason::kStopString : end ? FinishReason::kStopId : FinishReason::kLength;
     s.result.prefill_ms = ms_between(s.start, s.first);
     s.result.decode_ms = ms_between(s.first, now);
     s.done = true;

@@ -86,6 +86,7 @@ class DiffusionGenerator {
     std::ptrdiff_t sc_slot = -1;
     std::optional<StopRule> stop;
     std::optional<Detokenizer> detok;
+    std::string text;  // what was committed, as text (kept only to find stop strings)
     GenerationResult result;
     std::chrono::steady_clock::time_point start, first;
     bool done = false;

@@ -18,19 +18,25 @@
 namespace il::test {
 namespace {
 
-// How far u is from the CPU's running sums on either side of its draw.
+// How far u is from the CPU's running sums on either side of its draw, where rounding could move
+// the draw: the sum before the first token with p > 0 is exactly 0, and past the last token with
+// p > 0 every u gives that token, so neither side counts there.
 double draw_margin(const std::vector<float>& processed, double u, int32_t sample) {
   const float mx = *std::max_element(processed.begin(), processed.end());
   double z = 0.0;
   for (float v : processed) z += std::exp(v - mx);
+  const auto p = [&](std::size_t j) { return static_cast<float>(std::exp(processed[j] - mx) / z); };
   double run = 0.0, before = 0.0;
+  bool first = true;
   for (std::size_t j = 0; j <= static_cast<std::size_t>(sample); ++j) {
-    const float p = static_cast<float>(std::exp(processed[j] - mx) / z);
-    if (p <= 0.0f) continue;
+    if (p(j) <= 0.0f) continue;
+    first = j == static_cast<std::size_t>(sample) && run == 0.0;
     before = run;
-    run += p;
+    run += p(j);
   }
-  return std::min(std::abs(run - u), std::abs(u - before));
+  bool last = true;
+  for (std::size_t j = static_cast<std::size_t>(sample) + 1; j < processed.size() && last; ++j) last = p(j) <= 0.0f;
+  return std::min(last ? INFINITY : std::abs(run - u), first ? INFINITY : std::abs(u - before));
 }
 
 std::vector<float> make_rows(std::size_t rows, std::size_t cols, uint32_t seed) {

@@ -68,6 +68,44 @@ TEST(DiffusionRoutes, SeededCompletionsReproduceAndStream) {
   EXPECT_EQ(server.terminate(), 0);
 }
 
+// A stop string ends the answer where it first appears: the same seeded answer, cut before it,
+// finish_reason "stop", fewer completion tokens; a string that never appears changes nothing.
+TEST(DiffusionRoutes, StopStringsCutTheAnswer) {
+  ServerProcess server(kModel, {"--device", "cpu", "--kv-page-size", "4"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const auto full = post(c, "/v1/completions", completion("the cat", 3, 24));
+  ASSERT_TRUE(full);
+  ASSERT_EQ(full->status, 200) << full->body;
+  const std::string text = json::parse(full->body).at("choices")[0].at("text");
+  ASSERT_GE(text.size(), 6u) << text;
+  // Two bytes past the first third, at their first occurrence (cut at a character boundary).
+  std::size_t at = text.size() / 3;
+  while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+  std::string stop = text.substr(at, 1);
+  while (at + stop.size() < text.size() && (static_cast<unsigned char>(text[at + stop.size()]) & 0xC0) == 0x80)
+    stop += text[at + stop.size()];
+  at = text.find(stop);
+  json body = completion("the cat", 3, 24);
+  body["stop"] = stop;
+  const auto cut = post(c, "/v1/completions", body);
+  ASSERT_TRUE(cut);
+  ASSERT_EQ(cut->status, 200) << cut->body;
+  const json j = json::parse(cut->body);
+  EXPECT_EQ(j.at("choices")[0].at("text"), text.substr(0, at)) << "stop '" << stop << "'";
+  EXPECT_EQ(j.at("choices")[0].at("finish_reason"), "stop");
+  EXPECT_LT(j.at("usage").at("completion_tokens").get<int>(), 24);
+  body["stop"] = json::array({"zq-never-qz"});
+  const auto same = post(c, "/v1/completions", body);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(json::parse(same->body).at("choices")[0].at("text"), text);
+  body["stop"] = json::array({""});
+  const auto empty = post(c, "/v1/completions", body);
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->status, 422) << empty->body;  // refused by the route
+  EXPECT_EQ(server.terminate(), 0);
+}
+
 // Six clients at once: their canvases share forwards, and each answer is the one it gets alone.
 TEST(DiffusionRoutes, RequestsDenoisedTogetherAnswerAsAlone) {
   ServerProcess server(kModel, {"--device", "cpu", "--kv-page-size", "4"});
