@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -66,6 +68,27 @@ const std::map<std::string, PoolingMode>& pooling_names() {
   static const std::map<std::string, PoolingMode> names = {
       {"mean", PoolingMode::kMean}, {"cls", PoolingMode::kCls}, {"last", PoolingMode::kLastToken}};
   return names;
+}
+
+std::vector<std::size_t> parse_count_list(const std::string& s, const char* option) {
+  std::vector<std::size_t> out;
+  std::size_t at = 0;
+  while (at <= s.size()) {
+    const std::size_t comma = std::min(s.find(',', at), s.size());
+    const std::string item = s.substr(at, comma - at);
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || v < 1)
+      throw UsageError(std::string(option) + ": '" + item + "' is not a positive integer");
+    out.push_back(static_cast<std::size_t>(v));
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace il::cli

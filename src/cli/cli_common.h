@@ -69,6 +69,10 @@ void add_engine_options(CLI::App& cmd, EngineArgs& args);
 // for real ones.
 std::unique_ptr<Engine> load_engine(const EngineArgs& args, bool notice = true);
 
+// "1,4,16" → {1, 4, 16}: comma-separated positive integers (the bench commands' lists); anything
+// else is a UsageError naming the option and the entry.
+std::vector<std::size_t> parse_count_list(const std::string& s, const char* option);
+
 // "mean" / "cls" / "last" (CLI11 transforms option strings through this map).
 const std::map<std::string, PoolingMode>& pooling_names();
 

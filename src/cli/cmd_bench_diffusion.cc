@@ -33,31 +33,14 @@ struct BenchDiffusionArgs {
   bool json = false;
 };
 
-std::vector<std::size_t> parse_list(const std::string& s, const char* what) {
-  std::vector<std::size_t> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    const std::string item = s.substr(at, comma - at);
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || v < 1) throw UsageError(std::string(what) + ": bad entry '" + item + "'");
-    out.push_back(static_cast<std::size_t>(v));
-    at = comma + 1;
-  }
-  return out;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 void run(const BenchDiffusionArgs& a) {
+  // The lists first: a bad entry is refused before minutes of loading.
+  const std::vector<std::size_t> step_list = parse_count_list(a.steps, "--steps");
+  const std::vector<std::size_t> batch_list = parse_count_list(a.batches, "--batches");
   const nlohmann::json cfg = io::read_json_file(a.config);
   const std::size_t canvas = cfg.value("canvas_length", 256);
   const int vocab = cfg.at("text_config").value("vocab_size", 262144);
@@ -93,8 +76,8 @@ void run(const BenchDiffusionArgs& a) {
                 canvas, best * 1e3, total / static_cast<double>(a.forwards) * 1e3);
   }
   std::fflush(stdout);
-  for (const std::size_t steps : parse_list(a.steps, "--steps"))
-    for (const std::size_t batch : parse_list(a.batches, "--batches")) {
+  for (const std::size_t steps : step_list)
+    for (const std::size_t batch : batch_list) {
       std::vector<GenerationRequest> rs(batch);
       for (std::size_t b = 0; b < batch; ++b) {
         rs[b].input_ids = prompt;

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,23 +43,8 @@ struct BenchGenerateArgs {
   bool json = false;
 };
 
-std::vector<std::size_t> parse_list(const std::string& s, const char* what) {
-  std::vector<std::size_t> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    try {
-      const long long v = std::stoll(item);
-      if (v < 1) throw std::invalid_argument("");
-      out.push_back(static_cast<std::size_t>(v));
-    } catch (const std::exception&) {
-      throw UsageError(std::string(what) + ": '" + item + "' is not a positive integer");
-    }
-  }
-  if (out.empty()) throw UsageError(std::string(what) + " is empty");
-  return out;
-}
-
 void run(const BenchGenerateArgs& a) {
+  const std::vector<std::size_t> page_list = parse_count_list(a.pages, "--pages");  // before loading
   if (a.config.empty()) throw UsageError("--config is required");
   const nlohmann::json cfg = io::read_json_file(a.config);
   const auto& vc = cfg.at("vision_config");
@@ -79,12 +63,12 @@ void run(const BenchGenerateArgs& a) {
   std::size_t gh = 0, gw = 0;
   std::vector<int> sides;
   if (view_pages) {
-    for (std::size_t s : parse_list(a.views, "--views")) sides.push_back(static_cast<int>(s));
+    for (std::size_t s : parse_count_list(a.views, "--views")) sides.push_back(static_cast<int>(s));
   } else {
     const std::size_t x = grid.find('x');
     if (x == std::string::npos) throw UsageError("--grid: expected ROWSxCOLS");
-    gh = parse_list(grid.substr(0, x), "--grid")[0];
-    gw = parse_list(grid.substr(x + 1), "--grid")[0];
+    gh = parse_count_list(grid.substr(0, x), "--grid")[0];
+    gw = parse_count_list(grid.substr(x + 1), "--grid")[0];
     if (gh % static_cast<std::size_t>(merge) || gw % static_cast<std::size_t>(merge))
       throw UsageError("--grid: rows and columns must be multiples of the merge size");
   }
@@ -177,7 +161,7 @@ void run(const BenchGenerateArgs& a) {
     prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
     return requests;
   };
-  for (std::size_t pages : parse_list(a.pages, "--pages")) {
+  for (std::size_t pages : page_list) {
     for (int w = 0; w < a.warmup; ++w) (void)engine->generate(prepare(pages));
     // The vision tower alone over the point's pages (its rows copied back to the host at the end,
     // as transformers' get_image_features returns them), per page.

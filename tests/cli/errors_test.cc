@@ -129,3 +129,28 @@ TEST_F(ErrorsTest, InvalidUtf8IsAnInputError) {
 
 }  // namespace
 }  // namespace il::cli_test
+
+namespace il::cli_test {
+namespace {
+
+// The bench commands' lists are read before the model (a released-size config takes minutes to
+// build): a bad entry is a usage error at once, naming the option and the entry.
+TEST(BenchListErrors, BadEntriesAreRefusedBeforeLoading) {
+  const auto config = [](const char* name) {
+    return (fixture_dir("bert-mean") / "../../../bench/configs" / name).lexically_normal().string();
+  };
+  const std::string diffusion = config("diffusion-gemma-26b-a4b.json"), ocr = config("deepseek-ocr.json");
+  ScratchDir dir;
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"bench-diffusion", "--config", diffusion, "--device", "cpu", "--steps", "2,x"}, "--steps: 'x'"},
+           {{"bench-diffusion", "--config", diffusion, "--device", "cpu", "--batches", "1,,4"}, "--batches: ''"},
+           {{"bench-diffusion", "--config", diffusion, "--device", "cpu", "--steps", "3abc"}, "--steps: '3abc'"},
+           {{"bench-generate", "--config", ocr, "--device", "cpu", "--pages", "1,0"}, "--pages: '0'"}}) {
+    const RunResult r = run_cli_bounded(args, dir);  // a regression would load for minutes: killed at 30 s
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("inferencelayer: error: " + needle), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace il::cli_test
