@@ -3,10 +3,12 @@
 // processor and the model's prompt give the same tokens as the ocr command, each page with its
 // grounded blocks (an array; the parsing is unit-tested in tests/unit/ocr_grounding_test.cc),
 // the model's tasks validated; /v1/chat/completions on the folder without a chat template: the
-// plain conversation format ("<image>\n" + text), the same prompt as the OCR task's.
+// plain conversation format ("<image>\n" + text), the same prompt as the OCR task's; v1's
+// resolution modes ("mode") as the ocr command's --mode.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "core/base64.h"
 #include "server_test_util.h"
@@ -16,8 +18,8 @@ namespace {
 
 const char* kModel = "deepseek-ocr2-pipeline";
 
-std::string b64_page(const std::string& page) {
-  std::ifstream in(cli_test::fixture_dir(kModel) / page, std::ios::binary);
+std::string b64_page(const std::string& page, const char* model = kModel) {
+  std::ifstream in(cli_test::fixture_dir(model) / page, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string b64;
   append_base64(b64, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
@@ -90,6 +92,50 @@ TEST(DeepseekOcrRoute, ChatWithAPageIsThePlainPrompt) {
   EXPECT_EQ(j.at("usage").at("completion_tokens"), want.at("tokens").size());
   EXPECT_EQ(j.at("choices")[0].at("message").at("content"), want.at("text"));
   EXPECT_EQ(server.terminate(), 0);
+}
+
+// "mode" on v1's folder (tests/fixtures/deepseek-ocr-pipeline): each mode's page prompt is the ocr
+// command's for the same --mode (the rows per mode are checked in tests/cli); a mode the model
+// lacks, or any mode on OCR-2's folder (it has none), is a validation error.
+TEST(DeepseekOcrRoute, ModesAreTheOcrCommandsModes) {
+  const char* v1 = "deepseek-ocr-pipeline";
+  const auto folder = cli_test::fixture_dir(v1);
+  cli_test::ScratchDir dir;
+  ServerProcess server(v1, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  std::set<int> counts;
+  for (const char* mode : {"tiny", "base", "gundam"}) {
+    SCOPED_TRACE(mode);
+    const cli_test::RunResult cli =
+        cli_test::run_cli_bounded({"ocr", "-m", folder.string(), "--device", "cpu", "--format", "json", "--mode", mode,
+                                   "--max-new-tokens", "3", (folder / "page1.png").string()},
+                                  dir);
+    ASSERT_EQ(cli.status, 0) << cli.err;
+    const json want = json::parse(cli.lines().at(0));
+    auto r = post(c, "/ocr", {{"images", json::array({b64_page("page1.png", v1)})}, {"mode", mode}, {"max_tokens", 3}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json j = body_of(r);
+    EXPECT_EQ(j.at("usage").at("prompt_tokens"), want.at("prompt_tokens"));
+    EXPECT_EQ(j.at("pages")[0].at("text"), want.at("text"));
+    counts.insert(want.at("prompt_tokens").get<int>());
+  }
+  EXPECT_EQ(counts.size(), 3u);  // the modes differ
+  auto bad = post(c, "/ocr", {{"images", json::array({b64_page("page1.png", v1)})}, {"mode", "huge"}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 422) << bad->body;
+  EXPECT_NE(bad->body.find("gundam"), std::string::npos) << bad->body;
+  EXPECT_EQ(server.terminate(), 0);
+
+  ServerProcess ocr2(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(ocr2.started());
+  auto c2 = ocr2.client();
+  bad = post(c2, "/ocr", {{"images", json::array({b64_page("page1.png")})}, {"mode", "base"}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 422) << bad->body;
+  EXPECT_NE(bad->body.find("no resolution modes"), std::string::npos) << bad->body;
+  EXPECT_EQ(ocr2.terminate(), 0);
 }
 
 }  // namespace
