@@ -217,7 +217,7 @@ void run_ocr(const OcrArgs& a) {
   if (a.in_flight == 0) throw UsageError("--max-pages-in-flight must be at least 1");
   if (a.dpi < 36 || a.dpi > 1200) throw UsageError("--dpi must be within 36..1200");
   if (a.max_new_tokens && *a.max_new_tokens == 0) throw UsageError("--max-new-tokens must be at least 1");
-  const PageSelection selection = PageSelection::parse(a.pages);
+  const image::PageRanges selection = parse_page_option(a.pages);
   std::vector<PageRef> pages;
   try {
     pages = list_pages(a.inputs, selection);

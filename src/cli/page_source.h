@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "image/pdf_pages.h"
+
 namespace il::cli {
 
 struct PageRef {
@@ -16,17 +18,12 @@ struct PageRef {
   std::string name() const { return page ? source + " page " + std::to_string(page) : source; }
 };
 
-// "1-3,7,10-" style selection of PDF pages (1-based, inclusive; an open end runs to the last
-// page); empty selects every page. Throws UsageError for a malformed list.
-struct PageSelection {
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
-  static PageSelection parse(const std::string& text);
-  bool contains(std::size_t page) const;
-};
+// --pages: image::PageRanges::parse, a malformed list a UsageError naming the option.
+image::PageRanges parse_page_option(const std::string& text);
 
 // Every page of the inputs, in order (PDF pages filtered by `selection`). Throws il::Error naming
 // a file that cannot be read, or a PDF whose page count pdfinfo cannot give.
-std::vector<PageRef> list_pages(const std::vector<std::string>& paths, const PageSelection& selection);
+std::vector<PageRef> list_pages(const std::vector<std::string>& paths, const image::PageRanges& selection);
 
 // The page as encoded image bytes: the file itself, or the PDF page rendered to PNG at `dpi`.
 // Thread-safe. Throws il::Error naming the page.

@@ -261,31 +261,13 @@ class OcrJob : public std::enable_shared_from_this<OcrJob> {
   std::size_t prompt_tokens_ = 0, completion_tokens_ = 0;
 };
 
-// "1-3,7,10-" over a document of `count` pages.
+// "1-3,7,10-" over a document of `count` pages (image::PageRanges).
 std::vector<std::size_t> select_pages(const std::string& spec, std::size_t count) {
-  std::vector<std::size_t> out;
-  std::vector<bool> on(count + 1, spec.empty());
-  std::size_t start = 0;
-  while (start < spec.size()) {
-    const std::size_t end = std::min(spec.find(',', start), spec.size());
-    const std::string item = spec.substr(start, end - start);
-    start = end + 1;
-    const auto number = [&](const std::string& s) -> std::size_t {
-      if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos || std::stoul(s) == 0)
-        throw validation_error("'pages' must be a list like \"1-3,7,10-\" (pages from 1)");
-      return std::stoul(s);
-    };
-    const std::size_t dash = item.find('-');
-    const std::size_t a = number(dash == std::string::npos ? item : item.substr(0, dash));
-    const std::size_t b = dash == std::string::npos ? a
-                          : dash + 1 == item.size() ? count
-                                                    : number(item.substr(dash + 1));
-    if (b < a) throw validation_error("'pages': the range '" + item + "' runs backwards");
-    for (std::size_t p = a; p <= std::min(b, count); ++p) on[p] = true;
+  try {
+    return image::PageRanges::parse(spec).pages_of(count);
+  } catch (const Error& e) {
+    throw validation_error(std::string("'pages': ") + e.what());
   }
-  for (std::size_t p = 1; p <= count; ++p)
-    if (on[p]) out.push_back(p);
-  return out;
 }
 
 std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
