@@ -3,8 +3,8 @@
 //   auto engine = il::Engine::load("path/to/model", {});
 //   il::Matrix vectors = engine->embed({engine->tokenize("hello world")}, {});
 //
-// An Engine is safe to use from one thread at a time for compute calls; tokenize() is const and
-// may be called concurrently. Errors are reported as il::Error (a std::runtime_error).
+// An Engine is safe to use from one thread at a time for compute calls (from lanes() threads at
+// once for its encoder calls); tokenize() is const and may be called concurrently. Errors are reported as il::Error (a std::runtime_error).
 #pragma once
 
 #include <cstddef>
@@ -41,6 +41,10 @@ struct EngineOptions {
   // handed out in pages of kv_page_size tokens.
   std::size_t kv_cache_tokens = 0;
   std::size_t kv_page_size = 64;
+  // Encoder passes that may be in flight at once (Engine::lanes): on a GPU each lane is its own
+  // stream and scratch over the one copy of the weights, so small passes from several threads
+  // overlap on the device. 1 on the CPU and for generating models (one scheduler drives them).
+  std::size_t lanes = 1;
 };
 
 // What a model can do; the CLI and server route by these (a route the model cannot serve is
@@ -263,8 +267,12 @@ class Engine {
   virtual Matrix canvas_logits(const std::vector<int32_t>& prompt, const std::vector<int32_t>& canvas,
                                const Matrix* sc_logits);
 
+  // How many threads may call the encoder calls (embed, hidden_states, score, token_vectors,
+  // late_interaction, embed_images, image_hidden_states) at once: each call runs its passes on a
+  // lane of its own (EngineOptions::lanes). Everything else: one thread.
+  virtual std::size_t lanes() const { return 1; }
   // CUDA graphs captured so far (one per program and batch-shape bucket, at most 256 per
-  // engine; each holds some host and device memory); 0 on the CPU. Same thread as the calls above.
+  // engine and lane; each holds some host and device memory); 0 on the CPU. Any thread.
   virtual std::size_t cuda_graphs() const { return 0; }
   // The device's cumulative energy counter in joules, where the backend reads one (an NVIDIA GPU
   // whose driver counts energy); nothing on the CPU. A difference over a span of work is its

@@ -43,6 +43,9 @@ EngineOptions engine_options(const server::ServeOptions& o) {
   options.dtype = o.dtype;
   options.max_batch_tokens = o.max_batch_tokens;
   options.threads = o.threads;
+  // Two lanes by default: on a GPU a second pass in flight fills what one small pass leaves idle
+  // (the CPU executor offers one lane whatever is asked).
+  options.lanes = o.lanes > 0 ? o.lanes : 2;
   options.kv_cache_tokens = o.kv_cache_tokens;
   options.kv_page_size = o.kv_page_size;
   return options;
@@ -197,6 +200,10 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--device", o->device, "cpu, cuda, cuda:N or auto")->capture_default_str()->envname("IL_DEVICE");
   cmd->add_option("--dtype", o->dtype, "Compute precision: f32, f16, bf16 (CUDA only) or auto")
       ->capture_default_str()->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}))->envname("IL_DTYPE");
+  cmd->add_option("--lanes", o->lanes,
+                  "Encoder forward passes in flight at once on a GPU, each with its own stream and scratch over "
+                  "one copy of the weights (0 = 2; the CPU runs one)")
+      ->capture_default_str()->check(CLI::Range(0, 16))->envname("IL_LANES");
   cmd->add_option("--threads", o->threads, "Compute threads (0 = one per hardware thread)")
       ->capture_default_str()->envname("IL_THREADS");
   cmd->add_option("--tokenization-workers", o->tokenization_workers, "Tokenizer threads (0 = a quarter of the hardware threads, 2 to 8; bodies up to 1 KiB are tokenized on the event loop)")

@@ -1,8 +1,12 @@
 // What a backend offers the runtime: take a batch, run named programs of a plan over it, read
 // named outputs back. One executor per loaded plan; not thread-safe (the runtime serialises).
+// A backend whose device runs several small passes faster side by side than one after another
+// offers more lanes of the same plan (another_lane): each its own executor, used by one thread
+// at a time, sharing the first one's weights.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <cstdint>
 #include <string>
@@ -42,6 +46,10 @@ class Executor {
   virtual std::string backend_name() const = 0;
   // The precision the ops compute in: "f32", "f16" or "bf16" (CUDA low-precision modes).
   virtual std::string compute_dtype() const { return "f32"; }
+  // Another executor of the same plan and scratch size over the same weights (not copied), for
+  // passes in flight beside this one's; null where the backend has no use for one (the CPU's
+  // passes already spread over every core). The plan must outlive every lane.
+  virtual std::unique_ptr<Executor> another_lane() { return nullptr; }
   // Replays captured as CUDA graphs so far (0 where there are none).
   virtual std::size_t captured_graphs() const { return 0; }
   // The device's cumulative energy counter in joules, where the backend can read one (NVIDIA

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <condition_variable>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
@@ -103,6 +104,23 @@ class LocalEngine final : public Engine {
       diffusion_kv = runtime::size_diffusion_cache(model_, diffusion_cache_tokens(options), options.kv_page_size,
                                                    max_batch_tokens_);
     exec_ = make_executor(model_.plan, max_batch_tokens_, options);
+    idle_lanes_.push_back(exec_.get());
+    // More lanes for encoders only: a generating model's executor belongs to its generator.
+    if (!model_.generation && !model_.diffusion)
+      for (std::size_t i = 1; i < options.lanes; ++i) {
+        // A lane is its own scratch: where the device has no room for one more, fewer lanes
+        // serve (the first one always fits, or loading failed already).
+        std::unique_ptr<plan::Executor> lane;
+        try {
+          lane = exec_->another_lane();
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "inferencelayer: %zu lane(s) instead of %zu: %s\n", i, options.lanes, e.what());
+          break;
+        }
+        if (!lane) break;  // the CPU: one lane
+        idle_lanes_.push_back(lane.get());
+        more_lanes_.push_back(std::move(lane));
+      }
     if (diffusion_kv) {
       diffusion_.emplace(model_, *exec_, *diffusion_kv, max_batch_tokens_);
       diffusion_gen_.emplace(*diffusion_, model_.diffusion->defaults, model_.diffusion->max_positions,
@@ -130,7 +148,12 @@ class LocalEngine final : public Engine {
   }
 
   const ModelInfo& info() const override { return info_; }
-  std::size_t cuda_graphs() const override { return exec_->captured_graphs(); }
+  std::size_t lanes() const override { return 1 + more_lanes_.size(); }
+  std::size_t cuda_graphs() const override {
+    std::size_t n = exec_->captured_graphs();
+    for (const auto& lane : more_lanes_) n += lane->captured_graphs();
+    return n;
+  }
   std::optional<double> device_energy_joules() override { return exec_->energy_joules(); }
 
   TokenInput tokenize(std::string_view text, bool truncate) const override {
@@ -195,11 +218,12 @@ class LocalEngine final : public Engine {
     const bool skip_prompts = !model_.st.include_prompt;
     // CLS pooling reads first tokens only: the encoder's last layer runs for those alone.
     const models::Programs programs = models::embedding_programs(model_.plan, mode);
-    run_batches(inputs, skip_prompts, programs.encoder, [&](const plan::Batch& batch, std::size_t first) {
-      exec_->run(programs.head);
-      if (plan_normalizes) exec_->run("normalize");
+    run_batches(inputs, skip_prompts, programs.encoder,
+                [&](plan::Executor& exec, const plan::Batch& batch, std::size_t first) {
+      exec.run(programs.head);
+      if (plan_normalizes) exec.run("normalize");
       rows.resize(batch.num_seqs() * full);
-      exec_->read(model_.plan.output("embedding"), rows.data());
+      exec.read(model_.plan.output("embedding"), rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
         const float* src = rows.data() + s * full;
         std::copy(src, src + dim, out.row(first + s));
@@ -223,9 +247,9 @@ class LocalEngine final : public Engine {
     check(info_.capabilities.hidden_states, "this model does not report hidden states");
     const std::size_t h = model_.hidden_size;
     std::vector<float> rows;
-    run_batches(inputs, false, "encode", [&](const plan::Batch& batch, std::size_t first) {
+    run_batches(inputs, false, "encode", [&](plan::Executor& exec, const plan::Batch& batch, std::size_t first) {
       rows.resize(batch.num_tokens() * h);
-      exec_->read(model_.plan.output("hidden"), rows.data());
+      exec.read(model_.plan.output("hidden"), rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
         const auto b = static_cast<std::size_t>(batch.seq_starts[s]);
         const auto e = static_cast<std::size_t>(batch.seq_starts[s + 1]);
@@ -244,10 +268,9 @@ class LocalEngine final : public Engine {
     Matrix out(inputs.size(), labels);
     // The head reads first tokens only: the encoder's last layer runs for those alone.
     const models::Programs programs = models::scoring_programs(model_.plan);
-    run_batches(inputs, false, programs.encoder, [&](const plan::Batch& batch, std::size_t first) {
-      exec_->run(programs.head);
-      exec_->read(model_.plan.output("scores"), out.row(first));
-      (void)batch;
+    run_batches(inputs, false, programs.encoder, [&](plan::Executor& exec, const plan::Batch&, std::size_t first) {
+      exec.run(programs.head);
+      exec.read(model_.plan.output("scores"), out.row(first));
     });
     return out;
   }
@@ -258,10 +281,10 @@ class LocalEngine final : public Engine {
     std::vector<Matrix> out(inputs.size());
     const std::size_t dim = model_.embedding_dim;
     std::vector<float> rows;
-    run_batches(inputs, false, "encode", [&](const plan::Batch& batch, std::size_t first) {
-      exec_->run("tokens");
+    run_batches(inputs, false, "encode", [&](plan::Executor& exec, const plan::Batch& batch, std::size_t first) {
+      exec.run("tokens");
       rows.resize(batch.num_tokens() * dim);
-      exec_->read(model_.plan.output("tokens"), rows.data());
+      exec.read(model_.plan.output("tokens"), rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
         const TokenInput& in = inputs[first + s];
         const auto b = static_cast<std::size_t>(batch.seq_starts[s]);
@@ -299,10 +322,10 @@ class LocalEngine final : public Engine {
     const bool normalize = options.normalize.value_or(model_.normalize);
     Matrix out(images.size(), dim);
     std::vector<float> rows;
-    run_image_batches(images, [&](const plan::Batch& batch, std::size_t first) {
-      exec_->run("image_head");
+    run_image_batches(images, [&](plan::Executor& exec, const plan::Batch& batch, std::size_t first) {
+      exec.run("image_head");
       rows.resize(batch.num_seqs() * full);
-      exec_->read(model_.plan.output("image_embedding"), rows.data());
+      exec.read(model_.plan.output("image_embedding"), rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
         float* o = out.row(first + s);
         std::copy_n(rows.data() + s * full, dim, o);
@@ -322,9 +345,9 @@ class LocalEngine final : public Engine {
     const plan::View view = model_.plan.output("image_hidden");
     const std::size_t h = view.cols, n = model_.image->patches();
     std::vector<float> rows;
-    run_image_batches(images, [&](const plan::Batch& batch, std::size_t first) {
+    run_image_batches(images, [&](plan::Executor& exec, const plan::Batch& batch, std::size_t first) {
       rows.resize(batch.num_tokens() * h);
-      exec_->read(view, rows.data());
+      exec.read(view, rows.data());
       for (std::size_t s = 0; s < batch.num_seqs(); ++s) {
         Matrix m(n, h);
         std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(s * n * h), n * h, m.data.begin());
@@ -544,9 +567,9 @@ class LocalEngine final : public Engine {
         else keep.insert(keep.end(), in.keep.begin(), in.keep.end());
       }
       out.resize(group.size() - 1);
-      run_batches(group, false, "encode", [&](const plan::Batch&, std::size_t) {
-        exec_->run("tokens");
-        exec_->maxsim(model_.plan.output("tokens"), pairs, keep, out.data());
+      run_batches(group, false, "encode", [&](plan::Executor& exec, const plan::Batch&, std::size_t) {
+        exec.run("tokens");
+        exec.maxsim(model_.plan.output("tokens"), pairs, keep, out.data());
       });
       std::copy(out.begin(), out.end(), scores.begin() + static_cast<std::ptrdiff_t>(first));
     }
@@ -680,12 +703,12 @@ class LocalEngine final : public Engine {
   void run_batches(const std::vector<TokenInput>& inputs, bool skip_prompts, const std::string& encoder,
                    F&& consume) {
     runtime::validate_inputs(inputs, model_.limits, max_len_);
-    std::lock_guard lock(mutex_);
+    const LaneLease lane(*this);
     for (const runtime::BatchRange& range : runtime::pack_batches(inputs, max_batch_tokens_)) {
       plan::Batch batch = runtime::make_batch(inputs, range, skip_prompts);
-      exec_->set_batch(batch);
-      exec_->run(encoder);
-      consume(batch, range.first);
+      lane.exec.set_batch(batch);
+      lane.exec.run(encoder);
+      consume(lane.exec, batch, range.first);
     }
   }
 
@@ -695,13 +718,37 @@ class LocalEngine final : public Engine {
   void run_image_batches(const std::vector<ImageInput>& images, F&& consume) {
     const models::ImageGeometry& g = *model_.image;
     runtime::validate_images(images, g);
-    std::lock_guard lock(mutex_);
+    const LaneLease lane(*this);
     for (const runtime::BatchRange& range : runtime::pack_images(images.size(), g.patches(), max_batch_tokens_)) {
       const plan::Batch batch = runtime::make_image_batch(images, range, g);
-      exec_->set_batch(batch);
-      exec_->run("image_encode");
-      consume(batch, range.first);
+      lane.exec.set_batch(batch);
+      lane.exec.run("image_encode");
+      consume(lane.exec, batch, range.first);
     }
+  }
+
+  // An idle lane for the length of one call, waited for when every lane is busy.
+  struct LaneLease {
+    explicit LaneLease(LocalEngine& e) : engine(e), exec(e.take_lane()) {}
+    ~LaneLease() { engine.return_lane(exec); }
+    LaneLease(const LaneLease&) = delete;
+    LaneLease& operator=(const LaneLease&) = delete;
+    LocalEngine& engine;
+    plan::Executor& exec;
+  };
+  plan::Executor& take_lane() {
+    std::unique_lock lock(lane_mutex_);
+    lane_free_.wait(lock, [this] { return !idle_lanes_.empty(); });
+    plan::Executor* e = idle_lanes_.back();
+    idle_lanes_.pop_back();
+    return *e;
+  }
+  void return_lane(plan::Executor& e) {
+    {
+      std::lock_guard lock(lane_mutex_);
+      idle_lanes_.push_back(&e);
+    }
+    lane_free_.notify_one();
   }
 
   models::BuiltModel model_;
@@ -709,14 +756,17 @@ class LocalEngine final : public Engine {
   std::optional<runtime::ImageLoader> image_loader_;  // image models
   std::optional<runtime::PromptImageLoader> prompt_loader_;  // multimodal generating models
   std::optional<runtime::ColbertTokens> colbert_;  // multi-vector folders with a tokenizer
-  std::unique_ptr<plan::Executor> exec_;
+  std::unique_ptr<plan::Executor> exec_;  // the first lane; generation and diffusion run here
+  std::vector<std::unique_ptr<plan::Executor>> more_lanes_;  // EngineOptions::lanes − 1 (encoders on a GPU)
   std::optional<runtime::Generator> generator_;  // generating models
   std::optional<runtime::DiffusionRunner> diffusion_;  // block-diffusion models
   std::optional<runtime::DiffusionGenerator> diffusion_gen_;
   ModelInfo info_;
   std::size_t max_len_ = 0;
   std::size_t max_batch_tokens_ = 0;
-  std::mutex mutex_;
+  std::mutex lane_mutex_;
+  std::condition_variable lane_free_;
+  std::vector<plan::Executor*> idle_lanes_;
 };
 
 }  // namespace

@@ -77,8 +77,11 @@ Batcher::Batcher(Engine &engine, std::size_t max_batch_tokens,
                                 : std::size_t{0};
       }()),
       max_tokens_(std::max<std::size_t>(max_batch_tokens, 1)),
-      max_requests_(max_batch_requests), metrics_(metrics),
-      thread_([this] { loop(); }) {}
+      max_requests_(max_batch_requests), metrics_(metrics) {
+  const std::size_t lanes = std::max<std::size_t>(engine.lanes(), 1);
+  for (std::size_t i = 0; i < lanes; ++i)
+    threads_.emplace_back([this, i] { loop(i == 0); });
+}
 
 Batcher::~Batcher() { stop(); }
 
@@ -108,8 +111,9 @@ void Batcher::stop() {
     stopping_ = true;
   }
   ready_.notify_all();
-  if (thread_.joinable())
-    thread_.join();
+  for (std::thread &t : threads_)
+    if (t.joinable())
+      t.join();
 }
 
 void Batcher::cancel_queued(const std::string &why) {
@@ -139,13 +143,19 @@ void Batcher::finish(Job &job, const std::string &error) {
     job.on_done();
 }
 
-void Batcher::loop() {
+bool Batcher::has_work() const {
+  return std::any_of(queue_.begin(), queue_.end(),
+                     [](const std::shared_ptr<Job> &j) { return !j->in_flight; });
+}
+
+void Batcher::loop(bool reads_energy) {
   // The device's energy counter at start, where it has one: /metrics reports
-  // the energy since. Read after forward passes, at most every kEnergyPeriod (a
-  // read costs tens of microseconds, a sizeable share of a small request's
-  // pass).
+  // the energy since. Read by the first thread after its passes, at most every
+  // kEnergyPeriod (a read costs tens of microseconds, a sizeable share of a
+  // small request's pass).
   constexpr auto kEnergyPeriod = std::chrono::milliseconds(100);
-  const std::optional<double> energy_start = engine_.device_energy_joules();
+  const std::optional<double> energy_start =
+      reads_energy ? engine_.device_energy_joules() : std::nullopt;
   if (energy_start)
     metrics_.set_device_energy(0.0);
   auto energy_read = std::chrono::steady_clock::now();
@@ -153,16 +163,26 @@ void Batcher::loop() {
     std::vector<Piece> pieces;
     {
       std::unique_lock lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      // Stopping waits for the jobs in other threads' passes too: a job split
+      // over passes comes back to the queue when its piece is done.
+      ready_.wait(lock, [this] { return has_work() || (stopping_ && queue_.empty()); });
       if (queue_.empty())
         return; // stopping, and everything queued has run
       pieces = take_pieces(lock);
+      for (const Piece &p : pieces)
+        p.job->in_flight = true;
       metrics_.set_queue_size(queue_.size());
     }
     if (!pieces.empty()) {
       run_pieces(pieces);
-      metrics_.set_cuda_graphs(
-          engine_.cuda_graphs()); // this thread owns the engine
+      {
+        std::lock_guard lock(mutex_);
+        for (const Piece &p : pieces)
+          p.job->in_flight = false;
+      }
+      // A job with inputs left can go to the next pass now, on any thread.
+      ready_.notify_all();
+      metrics_.set_cuda_graphs(engine_.cuda_graphs());
       if (energy_start &&
           std::chrono::steady_clock::now() - energy_read >= kEnergyPeriod) {
         energy_read = std::chrono::steady_clock::now();
@@ -183,6 +203,10 @@ Batcher::take_pieces(std::unique_lock<std::mutex> &) {
   auto it = queue_.begin();
   while (it != queue_.end()) {
     const std::shared_ptr<Job> &job = *it;
+    if (job->in_flight) { // its earlier piece is in another thread's pass
+      ++it;
+      continue;
+    }
     if (job->finished) { // failed in an earlier pass while partly done
       it = queue_.erase(it);
       continue;

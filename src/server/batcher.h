@@ -1,7 +1,7 @@
-// The inference queue. One thread owns the Engine (it is not thread-safe for
-// compute) and packs queued jobs into ragged forward passes of at most
-// --max-batch-tokens real tokens and
-// --max-batch-requests sequences. A job larger than one pass is split across
+// The inference queue. One thread per engine lane (Engine::lanes: one, or on a
+// GPU a few passes in flight at once) packs queued jobs into ragged forward
+// passes of at most --max-batch-tokens real tokens and
+// --max-batch-requests sequences, and runs them on the Engine. A job larger than one pass is split across
 // passes (its later inputs wait at the head of the queue while others may join
 // the pass); a job whose client went away before its first pass is dropped; a
 // pass that fails is re-run job by job so that only the job that caused the
@@ -73,6 +73,9 @@ struct Job {
   std::size_t next_input = 0;
   bool started = false;
   bool finished = false;
+  // One of its pieces is in a pass: its next piece waits for that one (a job's
+  // state is touched by one inference thread at a time).
+  bool in_flight = false;
   std::promise<void> done;
 };
 
@@ -87,7 +90,7 @@ public:
   // Queues the job; the future is ready (and on_done has run) when it finished
   // or failed (see Job::error).
   std::future<void> submit(const std::shared_ptr<Job> &job);
-  // Runs what is queued, then stops the thread. Idempotent.
+  // Runs what is queued, then stops the threads. Idempotent.
   void stop();
   // Fails every queued job that has not started with `why` (a shutdown that
   // cannot wait).
@@ -100,7 +103,9 @@ private:
     std::size_t count = 0;
   };
 
-  void loop();
+  void loop(bool reads_energy);
+  // Whether a thread has something to take: a queued job not in a pass.
+  bool has_work() const;
   std::vector<Piece> take_pieces(std::unique_lock<std::mutex> &lock);
   void run_pieces(std::vector<Piece> &pieces);
   void run_one_pass(JobKind kind, std::vector<Piece> &pieces);
@@ -119,7 +124,7 @@ private:
   std::condition_variable ready_;
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 } // namespace il::server

@@ -29,6 +29,7 @@ struct ServeOptions {
   std::string device = "auto";
   std::string dtype = "auto";                // f32, f16, bf16 or auto (see EngineOptions)
   std::size_t threads = 0;                   // compute threads, 0 = one per hardware thread
+  std::size_t lanes = 0;                     // encoder passes in flight; 0: 2 on a GPU, 1 on the CPU
   std::size_t tokenization_workers = 0;      // 0 = a quarter of the hardware threads, 2 to 8
   std::size_t image_workers = 0;             // image decoding threads, 0 = one per hardware thread
   std::string served_model_name;             // default: the folder name

@@ -11,7 +11,7 @@ class InfoTokens : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new ServerProcess("bert-mean", {"--served-model-name", "my-model", "--max-batch-tokens", "512",
-                                              "--max-batch-requests", "8", "--auto-truncate"});
+                                              "--max-batch-requests", "8", "--auto-truncate", "--device", "cpu"});
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(server_->terminate(), 0);
@@ -74,6 +74,7 @@ TEST_F(InfoTokens, InfoReportsTheModelAndTheOptions) {
   EXPECT_EQ(j["max_batch_requests"], 8);
   EXPECT_EQ(j["auto_truncate"], true);
   EXPECT_EQ(j["tokenization_workers"], 2);
+  EXPECT_EQ(j["lanes"], 1);  // the CPU runs one pass at a time
   EXPECT_EQ(j["max_client_batch_size"], 32);
   // --auto-truncate: an over-long text is cut without asking.
   std::string text;

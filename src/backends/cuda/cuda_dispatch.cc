@@ -15,7 +15,7 @@ namespace il::cuda {
 using plan::View;
 
 ops::GemmCudaArgs CudaExecutor::gemm_args(const std::string& name, const plan::GemmStep& op) const {
-  const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
+  const auto& shape = weights_->shapes.at(static_cast<std::size_t>(op.w));
   check(shape.size() == 2, "gemm ", name, ": the weight is not a matrix");
   // [out, in], or [in, out] read as it is (GemmStep::transpose_w).
   const std::size_t n = static_cast<std::size_t>(shape.at(op.transpose_w ? 1 : 0)),
@@ -230,7 +230,7 @@ void CudaExecutor::execute(const plan::Step& step) {
             check(op.ids.cols >= op.top_k && op.weights.cols >= op.top_k, "router ", step.name,
                   ": outputs narrower than top_k ", op.top_k);
             check(type_of(op.weights) == DType::kF32, "router ", step.name, ": the weights buffer must be f32");
-            const auto& shape = weight_shapes_.at(static_cast<std::size_t>(op.w));
+            const auto& shape = weights_->shapes.at(static_cast<std::size_t>(op.w));
             check(shape.size() == 2 && static_cast<std::size_t>(shape[0]) == op.experts &&
                       static_cast<std::size_t>(shape[1]) == op.x.cols,
                   "router ", step.name, ": a router weight that is not [", op.experts, ", ", op.x.cols, "]");
@@ -255,7 +255,7 @@ void CudaExecutor::execute(const plan::Step& step) {
             check(type_of(op.out) == t, "moe ", step.name, ": input and output rows differ in kind");
             check(type_of(op.weights) == DType::kF32, "moe ", step.name, ": the weights buffer must be f32");
             const auto expect = [&](plan::WeightId id, std::size_t rows, std::size_t cols, const char* what) {
-              const auto& shape = weight_shapes_.at(static_cast<std::size_t>(id));
+              const auto& shape = weights_->shapes.at(static_cast<std::size_t>(id));
               check(shape.size() == 3 && static_cast<std::size_t>(shape[0]) == op.experts &&
                         static_cast<std::size_t>(shape[1]) == rows && static_cast<std::size_t>(shape[2]) == cols,
                     "moe ", step.name, ": ", what, " is not [", op.experts, ", ", rows, ", ", cols, "]");

@@ -36,7 +36,7 @@ CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device,
   graphs_enabled_ = env::on_unless_zero("IL_CUDA_GRAPHS");
   graphs_always_ = env::equals("IL_CUDA_GRAPHS", "always");
   try {
-    allocate(plan);
+    allocate(plan, &plan);
   } catch (...) {
     release();  // the destructor does not run for a half-built executor
     throw;
@@ -44,8 +44,32 @@ CudaExecutor::CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device,
   if (env::on_when_set("IL_CUDA_MEMORY"))
     std::fprintf(stderr, "cuda executor (%s): %.1f MiB of device memory (weights %.1f MiB, scratch %.1f MiB)\n",
                  compute_dtype().c_str(), static_cast<double>(device_bytes()) / (1 << 20),
-                 static_cast<double>(weight_arena_.bytes()) / (1 << 20),
+                 static_cast<double>(weights_->arena.bytes()) / (1 << 20),
                  static_cast<double>(buffer_arena_.bytes()) / (1 << 20));
+}
+
+CudaExecutor::CudaExecutor(const CudaExecutor& first_lane, std::shared_ptr<const DeviceWeights> weights)
+    : plan_(first_lane.plan_), max_tokens_(first_lane.max_tokens_), device_(first_lane.device_),
+      compute_(first_lane.compute_), weights_(std::move(weights)), first_lane_(false) {
+  profiling_ = first_lane.profiling_;
+  graphs_enabled_ = first_lane.graphs_enabled_;
+  graphs_always_ = first_lane.graphs_always_;
+  try {
+    allocate(plan_, nullptr);
+  } catch (...) {
+    release();
+    throw;
+  }
+  if (env::on_when_set("IL_CUDA_MEMORY"))
+    std::fprintf(stderr, "cuda executor lane (%s): %.1f MiB of device memory of its own (scratch %.1f MiB)\n",
+                 compute_dtype().c_str(), static_cast<double>(device_bytes()) / (1 << 20),
+                 static_cast<double>(buffer_arena_.bytes()) / (1 << 20));
+}
+
+std::unique_ptr<plan::Executor> CudaExecutor::another_lane() {
+  // A lane's weights are this one's: it must have finished uploading them (allocate waits for
+  // its stream), which it has by the time the constructor returned.
+  return std::unique_ptr<plan::Executor>(new CudaExecutor(*this, weights_));
 }
 
 std::string CudaExecutor::compute_dtype() const {
@@ -58,7 +82,8 @@ std::string CudaExecutor::compute_dtype() const {
 }
 
 std::size_t CudaExecutor::device_bytes() const {
-  return weight_arena_.bytes() + buffer_arena_.bytes() + batch_arena_.bytes() + gemm_->workspace_bytes();
+  return (first_lane_ ? weights_->arena.bytes() : 0) + buffer_arena_.bytes() + batch_arena_.bytes() +
+         gemm_->workspace_bytes();
 }
 
 // Activations in the serving precision; kF32 buffers (by default the sequence rows: pooled
@@ -82,14 +107,14 @@ std::size_t CudaExecutor::elem_bytes(const plan::BufferDesc& b) const {
   return sizeof(float);
 }
 
-void CudaExecutor::allocate(plan::Plan& plan) {
+void CudaExecutor::allocate(const plan::Plan& plan, plan::Plan* upload) {
   IL_CUDA_CHECK(cudaSetDevice(device_));
   IL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   IL_CUDA_CHECK(cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming));
   IL_CUDA_CHECK(cudaEventCreate(&shape_start_));
   IL_CUDA_CHECK(cudaEventCreate(&shape_end_));
   gemm_ = std::make_unique<ops::CublasLtGemm>();
-  upload_weights(plan);
+  if (upload) weights_ = upload_weights(*upload);
 
   // Scratch: every buffer gets max_tokens rows (a batch can hold as many sequences as tokens),
   // a persistent one its own rows. A buffer over another's storage (plan::BufferDesc::storage)
@@ -211,7 +236,8 @@ void CudaExecutor::allocate(plan::Plan& plan) {
 // weights and biases and embedding tables in the type of the activations they meet (the serving
 // precision for activation rows, f32 for the heads on f32 sequence rows); norm weights and biases
 // in f32 (see ops/ops_cuda.h). Half copies are converted on the device from one f32 upload.
-void CudaExecutor::upload_weights(plan::Plan& plan) {
+std::shared_ptr<const CudaExecutor::DeviceWeights> CudaExecutor::upload_weights(plan::Plan& plan) {
+  auto uploaded = std::make_shared<DeviceWeights>();
   const std::size_t count = plan.weights().size();
   std::vector<std::array<bool, 3>> need(count, {false, false, false});
   for (const std::string& name : plan.program_names())
@@ -240,7 +266,7 @@ void CudaExecutor::upload_weights(plan::Plan& plan) {
         if (t != DType::kF32) widest_half = std::max(widest_half, n);
       }
   }
-  weight_arena_ = DeviceMemory(total);
+  uploaded->arena = DeviceMemory(total);
   DeviceMemory f32_staging(widest_half * sizeof(float));  // freed after the upload
   std::size_t offset = 0;
   for (std::size_t i = 0; i < count; ++i) {
@@ -252,7 +278,7 @@ void CudaExecutor::upload_weights(plan::Plan& plan) {
     std::array<const void*, 3> copies{nullptr, nullptr, nullptr};
     for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
       if (!need[i][slot(t)]) continue;
-      std::byte* dst = weight_arena_.get() + offset;
+      std::byte* dst = uploaded->arena.get() + offset;
       offset += aligned_bytes(values.size() * elem_size(t));
       copies[slot(t)] = dst;
       // On our stream, in order (a pageable cudaMemcpy may return before its DMA completes).
@@ -263,10 +289,11 @@ void CudaExecutor::upload_weights(plan::Plan& plan) {
         ops::convert_cuda({{f32_staging.get(), DType::kF32, 0}, {dst, t, 0}, values.size()}, stream_);
       IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host vector and the staging are reused
     }
-    weights_.push_back(copies);
-    weight_shapes_.push_back(w.shape);
+    uploaded->copies.push_back(copies);
+    uploaded->shapes.push_back(w.shape);
     w.release();  // the device copies are the only ones needed from now on
   }
+  return uploaded;
 }
 
 CudaExecutor::~CudaExecutor() {
@@ -574,10 +601,10 @@ bool CudaExecutor::selected(const View& v) const {
 
 ops::ConstTensorView CudaExecutor::weight(plan::WeightId id, DType t) const {
   if (id == plan::kNoWeight) return {};
-  const void* p = weights_.at(static_cast<std::size_t>(id))[slot(t)];
+  const void* p = weights_->copies.at(static_cast<std::size_t>(id))[slot(t)];
   check(p != nullptr, "cuda executor: weight ", plan_.weights().at(static_cast<std::size_t>(id)).name,
         " was not uploaded as ", dtype_name(t));
-  const auto& shape = weight_shapes_.at(static_cast<std::size_t>(id));
+  const auto& shape = weights_->shapes.at(static_cast<std::size_t>(id));
   return {p, t, shape.size() == 2 ? static_cast<std::size_t>(shape[1]) : 0};  // a matrix's rows are dense
 }
 

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -42,6 +43,9 @@ class CudaExecutor final : public plan::Executor {
   // IL_CUDA_GRAPHS=0; IL_CUDA_MEMORY=1 prints the device memory it allocated.
   CudaExecutor(plan::Plan& plan, std::size_t max_tokens, int device, DType compute = DType::kF32);
   ~CudaExecutor() override;
+  // Another lane (plan::Executor::another_lane): its own stream, scratch, staging, GEMM handle
+  // and graphs on the same device, the weights this executor uploaded shared, not copied.
+  std::unique_ptr<plan::Executor> another_lane() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
 
@@ -60,7 +64,7 @@ class CudaExecutor final : public plan::Executor {
                    const std::vector<double>& uniform, ops::RowDraw* out) override;
   std::string backend_name() const override { return "cuda:" + std::to_string(device_); }
   std::string compute_dtype() const override;
-  std::size_t captured_graphs() const override { return captured_graphs_; }
+  std::size_t captured_graphs() const override { return captured_graphs_.load(std::memory_order_relaxed); }
   std::optional<double> energy_joules() override;  // NVML, loaded on first call
 
   void set_profiling(bool on) { profiling_ = on; }
@@ -68,9 +72,19 @@ class CudaExecutor final : public plan::Executor {
   std::size_t device_bytes() const;  // weights, scratch, batch ids and the GEMM workspace
 
  private:
-  void allocate(plan::Plan& plan);  // everything the constructor sets up
+  // The device copy of each weight per element type its steps need (null where none does), in
+  // one allocation; made by the first lane, shared by the others.
+  struct DeviceWeights {
+    DeviceMemory arena;
+    std::vector<std::array<const void*, 3>> copies;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  CudaExecutor(const CudaExecutor& first_lane, std::shared_ptr<const DeviceWeights> weights);
+  // Everything a constructor sets up; the weights uploaded from `upload` (the first lane), or
+  // already shared (null).
+  void allocate(const plan::Plan& plan, plan::Plan* upload);
   void release() noexcept;          // stream, events, cuBLASLt (memory frees itself)
-  void upload_weights(plan::Plan& plan);
+  std::shared_ptr<const DeviceWeights> upload_weights(plan::Plan& plan);
   void upload_generation(const plan::Batch& batch, std::size_t t, std::size_t b, std::size_t tb, std::size_t bb);
   void upload_image_bytes(const plan::Batch& batch);  // into image_arena_ (set_batch)
   void upload_gather(const plan::Batch& batch, std::size_t t, std::size_t tb);  // into gather_arena_ (set_batch)
@@ -103,10 +117,9 @@ class CudaExecutor final : public plan::Executor {
   cudaEvent_t upload_done_ = nullptr;  // the pinned batch staging is free again
   std::unique_ptr<ops::CublasLtGemm> gemm_;
 
-  DeviceMemory weight_arena_, buffer_arena_, batch_arena_;
-  // Device copy of each weight per element type its steps need (null where none does).
-  std::vector<std::array<const void*, 3>> weights_;
-  std::vector<std::vector<int64_t>> weight_shapes_;
+  std::shared_ptr<const DeviceWeights> weights_;
+  bool first_lane_ = true;  // uploaded the weights (device_bytes counts them)
+  DeviceMemory buffer_arena_, batch_arena_;
   std::vector<std::byte*> buffers_;  // device pointer per buffer id
   int32_t* d_tokens_ = nullptr;
   int32_t* d_types_ = nullptr;
@@ -209,7 +222,8 @@ class CudaExecutor final : public plan::Executor {
   static constexpr std::size_t kMaxShapes = 4096;   // shapes remembered; past it, eager
   bool graphs_enabled_ = true, graphs_always_ = false;
   std::map<GraphKey, ShapeRecord> graphs_;
-  std::size_t captured_graphs_ = 0;
+  // Read by other threads (the server's metrics, summed over lanes).
+  std::atomic<std::size_t> captured_graphs_{0};
   cudaEvent_t shape_start_ = nullptr, shape_end_ = nullptr;  // times a shape's second eager run
 
   std::unique_ptr<EnergyMeter> energy_meter_;  // made by the first energy_joules()
