@@ -12,6 +12,9 @@ namespace {
 using json = nlohmann::json;
 
 json model_type(const ModelInfo &info) {
+  // Not one of TEI's kinds: a model that writes text (chat, completions, OCR).
+  if (info.capabilities.generate)
+    return {{"generation", {{"ocr", info.capabilities.ocr}}}};
   if (!info.capabilities.score)
     return {
         {"embedding", {{"pooling", std::string(pooling_name(info.pooling))}}}};
@@ -41,6 +44,7 @@ std::optional<ModelCall> info(Context &ctx, HttpResponse &res) {
            {"max_client_batch_size", o.max_client_batch_size},
            {"auto_truncate", o.auto_truncate},
            {"tokenization_workers", ctx.tokenizers.size()},
+           {"lanes", ctx.engine.lanes()},
            {"version", "0.1.0"},
            {"sha", nullptr},
            {"docker_label", nullptr},

@@ -269,6 +269,10 @@ TEST(GenerationRoutes, EmbeddingModelsRefuseGenerationAndBackAgain) {
   const auto r = post(g, "/v1/embeddings", {{"input", "hello"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 424) << r->body;
+  // /info says what it is: a generating model reading pages, not an embedding model.
+  const json info = body_of(g.Get("/info"));
+  EXPECT_EQ(info["model_type"], json({{"generation", {{"ocr", true}}}})) << info.dump();
+  EXPECT_EQ(info["lanes"], 1);
   EXPECT_EQ(gen.terminate(), 0);
 }
 
