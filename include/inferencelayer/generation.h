@@ -119,6 +119,9 @@ struct GenerationLoad {
   std::size_t kv_pages_used = 0;
   std::size_t kv_pages_total = 0;
   std::size_t kv_page_size = 0;  // tokens per page
+  // Since the start: tokens where the anti-loop guard (SamplingOptions::no_repeat_ngram) banned
+  // the most likely next token, i.e. the loops it broke.
+  std::uint64_t guarded_tokens = 0;
 };
 
 }  // namespace il

@@ -213,7 +213,7 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
   for (std::size_t i = 0; i < group.size(); ++i) {
     std::span<float> row(logits_.data() + i * vocab, vocab);
     if (logits_out) logits_out->emplace_back(row.begin(), row.end());
-    if (sample) accept(*group[i], group[i]->sampler->pick(row, group[i]->history), events);
+    if (sample) accept(*group[i], pick(*group[i], row), events);
   }
   // The images are in the KV cache now: a page's patch rows (tens of MB) need not wait for its
   // last token.
@@ -251,8 +251,14 @@ void Generator::decode(std::vector<Event>& events) {
   logits_.resize(live.size() * vocab);
   exec_.read(model_.plan.output("logits"), logits_.data());
   for (std::size_t i = 0; i < live.size(); ++i)
-    accept(*live[i], live[i]->sampler->pick(std::span<float>(logits_.data() + i * vocab, vocab), live[i]->history),
-           &events);
+    accept(*live[i], pick(*live[i], std::span<float>(logits_.data() + i * vocab, vocab)), &events);
+}
+
+int32_t Generator::pick(Sequence& s, std::span<float> logits) {
+  const std::size_t before = s.sampler->guarded();
+  const int32_t token = s.sampler->pick(logits, s.history);
+  guarded_tokens_ += s.sampler->guarded() - before;
+  return token;
 }
 
 void Generator::accept(Sequence& s, int32_t token, std::vector<Event>* events) {
@@ -352,6 +358,7 @@ GenerationLoad Generator::load() const {
   l.kv_pages_total = layout_.pages;
   l.kv_pages_used = layout_.pages - free_pages_.size();
   l.kv_page_size = layout_.page_size;
+  l.guarded_tokens = guarded_tokens_;
   return l;
 }
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,8 @@ class Generator {
   void decode(std::vector<Event>& events);
   // Appends the token to the sequence and says whether it finished.
   void accept(Sequence& s, int32_t token, std::vector<Event>* events);
+  // The sequence's sampler's next token from its logits row, its guarded picks counted.
+  int32_t pick(Sequence& s, std::span<float> logits);
   void release(Sequence& s);
   int32_t row_of(const Sequence& s, std::size_t index) const;
 
@@ -118,6 +121,7 @@ class Generator {
   std::map<Id, GenerationResult> finished_;
   Id next_id_ = 0;
   std::vector<float> logits_;
+  std::uint64_t guarded_tokens_ = 0;  // GenerationLoad::guarded_tokens
 };
 
 }  // namespace il::runtime

@@ -37,8 +37,9 @@ void TokenSampler::penalize_repeats(std::span<float> logits, std::span<const int
 
 // transformers' NoRepeatNGramLogitsProcessor, over the last ngram_window tokens when set: for
 // each earlier n-gram whose first n-1 tokens equal the last n-1 of the history, its last token is
-// banned, unless the n-gram holds a whitelisted token.
-void TokenSampler::ban_repeated_ngrams(std::span<float> logits, std::span<const int32_t> history) const {
+// banned, unless the n-gram holds a whitelisted token. A ban of the most likely token counts as
+// one guarded pick.
+void TokenSampler::ban_repeated_ngrams(std::span<float> logits, std::span<const int32_t> history) {
   const std::size_t n = o_.no_repeat_ngram;
   if (n == 0 || history.size() + 1 < n) return;
   std::span<const int32_t> h = history;
@@ -52,12 +53,19 @@ void TokenSampler::ban_repeated_ngrams(std::span<float> logits, std::span<const 
   const std::span<const int32_t> tail = h.subspan(len - (n - 1));
   for (int32_t t : tail)
     if (whitelisted(t)) return;
+  float banned_best = -std::numeric_limits<float>::infinity();  // the largest logit banned
   for (std::size_t start = 0; start + n <= len; ++start) {
     if (!std::equal(tail.begin(), tail.end(), h.begin() + static_cast<std::ptrdiff_t>(start))) continue;
     const int32_t banned = h[start + n - 1];
     if (banned < 0 || static_cast<std::size_t>(banned) >= logits.size() || whitelisted(banned)) continue;
-    logits[static_cast<std::size_t>(banned)] = -std::numeric_limits<float>::infinity();
+    float& l = logits[static_cast<std::size_t>(banned)];
+    banned_best = std::max(banned_best, l);
+    l = -std::numeric_limits<float>::infinity();
   }
+  // Rare (a repeat about to happen), so the scan for the largest logit left costs nothing.
+  if (banned_best > -std::numeric_limits<float>::infinity() &&
+      banned_best >= *std::max_element(logits.begin(), logits.end()))
+    ++guarded_;
 }
 
 int32_t TokenSampler::draw(std::span<float> logits) {

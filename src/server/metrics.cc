@@ -123,6 +123,9 @@ std::string Metrics::render() const {
     gauge("il_prompt_tokens_total", "Prompt tokens prefilled.", "counter", prompt_tokens_.load());
     gauge("il_generation_cancelled_total", "Generation requests dropped because their client left.", "counter",
           cancelled_.load());
+    gauge("il_generation_loop_guard_total",
+          "Tokens where the anti-loop guard (no-repeat n-gram) banned the most likely next token.", "counter",
+          guarded_.load());
     gauge("il_generation_running", "Sequences decoding (holding KV cache pages).", "gauge", gen_running_.load());
     gauge("il_generation_waiting", "Generation requests waiting for room in the KV cache.", "gauge",
           gen_waiting_.load());

@@ -116,6 +116,16 @@ TEST(ServerMetrics, DeviceEnergyAppearsOnceSet) {
       << m;
 }
 
+TEST(ServerMetrics, GenerationCountsTheLoopGuardsInterventions) {
+  server::Metrics metrics;
+  EXPECT_EQ(metrics.render().find("il_generation_loop_guard_total"), std::string::npos);  // not generating
+  metrics.set_generation_load(2, 1, 10, 64, 7);
+  const std::string m = metrics.render();
+  EXPECT_NE(m.find("# TYPE il_generation_loop_guard_total counter\nil_generation_loop_guard_total 7\n"),
+            std::string::npos)
+      << m;
+}
+
 TEST_F(InfoTokens, SmallBatchBudgetStillAnswersBigRequests) {
   // 32 inputs of ~30 tokens with a 512-token, 8-sequence budget: the request is split across
   // several passes and must come back whole and in order.

@@ -60,6 +60,23 @@ TEST(Sampling, NgramGuardBansRepeatsInItsWindowUnlessWhitelisted) {
   EXPECT_EQ(pick(t, {0, 0, 0, 4.0f, 3.0f}, {1, 2, 3, 1, 2}), 4);
 }
 
+// guarded() counts the picks where the ban took the most likely token away (the loops broken),
+// not every ban.
+TEST(Sampling, NgramGuardCountsTheLoopsItBreaks) {
+  SamplingOptions o;
+  o.no_repeat_ngram = 2;
+  TokenSampler s(o);
+  std::vector<float> prefer6 = {0, 0, 0, 0, 0, 0, 5.0f, 1.0f};
+  EXPECT_EQ(s.pick(prefer6, std::vector<int32_t>{5, 6, 7, 5}), 7);  // 6 banned, and it was the best
+  EXPECT_EQ(s.guarded(), 1u);
+  std::vector<float> prefer7 = {0, 0, 0, 0, 0, 0, 1.0f, 5.0f};
+  EXPECT_EQ(s.pick(prefer7, std::vector<int32_t>{5, 6, 7, 5}), 7);  // 6 banned, but 7 was best anyway
+  EXPECT_EQ(s.guarded(), 1u);
+  std::vector<float> again = {0, 0, 0, 0, 0, 0, 5.0f, 1.0f};
+  EXPECT_EQ(s.pick(again, std::vector<int32_t>{1, 2, 3, 4}), 6);  // nothing to ban
+  EXPECT_EQ(s.guarded(), 1u);
+}
+
 TEST(Sampling, DrawsDependOnTheSeedAlone) {
   SamplingOptions o;
   o.temperature = 1.0f;
