@@ -89,19 +89,25 @@ void expect_answered(const Job& job, int32_t id) {
   }
 }
 
+// Submits jobs 0 .. sizes.size() − 1 (job i of sizes[i] inputs), waits for them and checks that
+// each got its own rows.
+void run_jobs(Batcher& batcher, const std::vector<std::size_t>& sizes) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<std::future<void>> done;
+  for (std::size_t id = 0; id < sizes.size(); ++id) {
+    jobs.push_back(make_job(static_cast<int32_t>(id), sizes[id]));
+    done.push_back(batcher.submit(jobs.back()));
+  }
+  for (auto& f : done) f.get();
+  for (std::size_t id = 0; id < sizes.size(); ++id) expect_answered(*jobs[id], static_cast<int32_t>(id));
+}
+
 TEST(BatcherLanes, PassesRunSideBySideUpToTheLanes) {
   FakeEngine engine(2, std::chrono::milliseconds(30));
   Metrics metrics;
   // One sequence a pass: eight jobs make eight passes, at most two of them at once.
   Batcher batcher(engine, 1000, 1, metrics);
-  std::vector<std::shared_ptr<Job>> jobs;
-  std::vector<std::future<void>> done;
-  for (int32_t id = 0; id < 8; ++id) {
-    jobs.push_back(make_job(id, 1));
-    done.push_back(batcher.submit(jobs.back()));
-  }
-  for (auto& f : done) f.get();
-  for (int32_t id = 0; id < 8; ++id) expect_answered(*jobs[static_cast<std::size_t>(id)], id);
+  run_jobs(batcher, std::vector<std::size_t>(8, 1));
   EXPECT_EQ(engine.most_passes(), 2);
 }
 
@@ -109,14 +115,7 @@ TEST(BatcherLanes, OneLaneRunsOnePassAtATime) {
   FakeEngine engine(1, std::chrono::milliseconds(5));
   Metrics metrics;
   Batcher batcher(engine, 1000, 1, metrics);
-  std::vector<std::shared_ptr<Job>> jobs;
-  std::vector<std::future<void>> done;
-  for (int32_t id = 0; id < 6; ++id) {
-    jobs.push_back(make_job(id, 1));
-    done.push_back(batcher.submit(jobs.back()));
-  }
-  for (auto& f : done) f.get();
-  for (int32_t id = 0; id < 6; ++id) expect_answered(*jobs[static_cast<std::size_t>(id)], id);
+  run_jobs(batcher, std::vector<std::size_t>(6, 1));
   EXPECT_EQ(engine.most_passes(), 1);
 }
 
@@ -126,14 +125,7 @@ TEST(BatcherLanes, AJobsPiecesRunOneAfterAnother) {
   FakeEngine engine(3, std::chrono::milliseconds(10));
   Metrics metrics;
   Batcher batcher(engine, 1000, 2, metrics);  // two sequences a pass
-  std::vector<std::shared_ptr<Job>> jobs;
-  std::vector<std::future<void>> done;
-  for (int32_t id = 0; id < 4; ++id) {
-    jobs.push_back(make_job(id, id == 0 ? 9 : 5));  // 5 and 3 passes' worth
-    done.push_back(batcher.submit(jobs.back()));
-  }
-  for (auto& f : done) f.get();
-  for (int32_t id = 0; id < 4; ++id) expect_answered(*jobs[static_cast<std::size_t>(id)], id);
+  run_jobs(batcher, {9, 5, 5, 5});  // 5 and 3 passes' worth
   EXPECT_EQ(engine.most_per_job(), 1);
   EXPECT_GE(engine.most_passes(), 2);  // the other lanes took other jobs meanwhile
 }
