@@ -89,7 +89,8 @@ struct AttentionShape {
   std::size_t window = 0;
   float scale = 0.0f;                  // 0: 1 / sqrt(head_dim)
 };
-// Step names are `prefix` + "qkv", "q_norm", "k_norm", "q_rope", "k_rope", "attention", "o".
+// Step names are `prefix` + "qkv", then "qk_norm_rope" (RMS q / k norms fused into the rotary
+// step) or "q_norm", "k_norm" and "qk_rope" (either may be absent), "attention", "o".
 // `qkv` must hold (heads + 2 kv_heads) · head_dim columns, `ctx` heads · head_dim.
 void attention_block(Layers& l, const std::string& prefix, const AttentionNames& names, const AttentionShape& shape,
                      plan::View x, plan::View qkv, plan::View ctx, plan::View out);

@@ -39,6 +39,14 @@ struct RopeArgs {
   std::size_t axis_stride = 0;
   // 0: every pair turns; else pairs j ≥ active_pairs get inv_freq 0 (an angle of 0: unchanged).
   std::size_t active_pairs = 0;
+  // Optional RMSNorm of every head before it turns (fused q / k norms): head h becomes
+  // x / sqrt(mean(x²) + norm_eps) · w over its head_dim columns, w = norm_first for h < norm_split
+  // and norm_rest after; the normalised value is rounded to x's element type, as the separate
+  // norm step (ops/layernorm.h, group = head_dim) would store it, then rotated.
+  const float* norm_first = nullptr;  // [head_dim], f32; null: no norm
+  const float* norm_rest = nullptr;   // [head_dim], f32; needed when norm_split < heads
+  std::size_t norm_split = 0;
+  float norm_eps = 1e-6f;
 };
 
 // Each angle's inv_freq and the axis its position is read from (0 without sections), in angle

@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "ops/layernorm.h"
 #include "ops/rope.h"
 
 namespace il::ops {
@@ -21,6 +23,12 @@ void check_rope(const RopeArgs& a, const char* what) {
         " must be even and at most head_dim ", a.head_dim);
   check(a.x.ld >= a.heads * a.head_dim, what, ": row stride ", a.x.ld, " smaller than heads × head_dim");
   check(a.active_pairs == 0 || a.sections.empty(), what, ": active_pairs applies to single-axis rope only");
+  if (a.norm_first || a.norm_rest) {
+    check(a.norm_first && a.norm_split <= a.heads, what, ": a head norm needs its first weight and a split (",
+          a.norm_split, ") within the ", a.heads, " heads");
+    check(a.norm_split == a.heads || a.norm_rest, what, ": heads ", a.norm_split, " to ", a.heads,
+          " have no norm weight");
+  }
   if (a.sections.empty()) return;
   std::size_t total = 0, widest = 0;
   for (const int g : a.sections) {
@@ -59,6 +67,17 @@ RopeFrequencies rope_frequencies(const RopeArgs& a) {
 void rope_cpu(const RopeArgs& a, ThreadPool& pool) {
   check_rope(a);
   float* const xs = f32_data(a.x, "rope");
+  if (a.norm_first) {  // the q / k norms first, by the norm op itself: the same values as two norm steps
+    const std::pair<std::size_t, std::size_t> parts[] = {{0, a.norm_split}, {a.norm_split, a.heads}};
+    for (const auto& [from, to] : parts) {
+      if (from == to) continue;
+      const TensorView heads = f32_view(xs + from * a.head_dim, a.x.ld);
+      LayerNormArgs n{heads, {}, from == 0 ? a.norm_first : a.norm_rest, nullptr, heads, a.rows,
+                      (to - from) * a.head_dim, a.norm_eps, true};
+      n.group = a.head_dim;
+      layernorm_cpu(n, pool);
+    }
+  }
   const std::size_t ldx = a.x.ld;
   const std::size_t half = a.rotary_dim / 2;
   const RopeFrequencies freq = rope_frequencies(a);

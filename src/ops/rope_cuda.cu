@@ -8,12 +8,17 @@
 //
 // One block per row: its first threads compute the row's cos / sin table into shared memory
 // (shared by every head; with multi-axis sections each angle reads its own axis's position), then all rotate the heads' pairs (rotate-half or interleaved).
+// With a head norm (fused q / k RMSNorm), each warp first normalises whole heads in place (f32
+// sum of squares, a warp reduction, one rounding to the element type as the norm step stores
+// it); the block barrier that follows the table also orders those stores before the rotation
+// reads them. At a short batch this is one launch where a Qwen3 layer had four.
 #include <algorithm>
 
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
 #include "ops/ops_cuda.h"
+#include "ops/reduce_cuda.cuh"
 #include "ops/rope.h"
 
 namespace il::ops {
@@ -27,6 +32,10 @@ struct RopeParams {
   int heads, head_dim, half;
   int first, second;  // the pair of angle j: x[j · first], x[j · first + second]
   std::size_t axis_stride;  // multi-axis: angle j reads positions[axis[j] · axis_stride + row]
+  const float* norm_first;  // null: no head norm
+  const float* norm_rest;
+  int norm_split;
+  float norm_eps;
   float inv_freq[kRopeMaxRotaryDim / 2];
   unsigned char axis[kRopeMaxRotaryDim / 2];
 };
@@ -44,8 +53,23 @@ __global__ void rope_kernel(RopeParams<T> p) {
     cos_row[j] = static_cast<float>(c);
     sin_row[j] = static_cast<float>(s);
   }
-  __syncthreads();
   T* row = p.x + r * p.ldx;
+  if (p.norm_first) {
+    const int lane = static_cast<int>(threadIdx.x % 32), warps = static_cast<int>(blockDim.x / 32);
+    for (int h = static_cast<int>(threadIdx.x / 32); h < p.heads; h += warps) {
+      T* x = row + static_cast<std::size_t>(h) * p.head_dim;
+      const float* w = h < p.norm_split ? p.norm_first : p.norm_rest;
+      float sq = 0.0f;
+      for (int j = lane; j < p.head_dim; j += 32) {
+        const float v = elem::load(x + j);
+        sq = __fadd_rn(sq, __fmul_rn(v, v));
+      }
+      sq = cuda_reduce::warp_sum(sq);
+      const float inv = 1.0f / sqrtf(sq / static_cast<float>(p.head_dim) + p.norm_eps);
+      for (int j = lane; j < p.head_dim; j += 32) elem::store(x + j, __fmul_rn(__fmul_rn(elem::load(x + j), inv), w[j]));
+    }
+  }
+  __syncthreads();
   const int pairs = p.heads * p.half;
   for (int i = static_cast<int>(threadIdx.x); i < pairs; i += static_cast<int>(blockDim.x)) {
     const int h = i / p.half, j = i - h * p.half;
@@ -83,6 +107,10 @@ void rope_cuda(const RopeArgs& a, cudaStream_t stream) {
     p.second = a.interleaved ? 1 : half;
     const RopeFrequencies freq = rope_frequencies(a);  // the CPU's table
     p.axis_stride = a.sections.empty() ? 0 : a.axis_stride;
+    p.norm_first = a.norm_first;
+    p.norm_rest = a.norm_rest;
+    p.norm_split = static_cast<int>(a.norm_split);
+    p.norm_eps = a.norm_eps;
     for (int j = 0; j < half; ++j) {
       p.inv_freq[j] = freq.inv_freq[static_cast<std::size_t>(j)];
       p.axis[j] = static_cast<unsigned char>(freq.axis[static_cast<std::size_t>(j)]);

@@ -42,6 +42,8 @@ Operands operands(const StepOp& op) {
                  [&](const RopeStep& s) {
                    o.reads = {s.x};
                    o.writes = {s.x};
+                   weight(s.norm_first, WeightRole::kNorm, s.x);
+                   weight(s.norm_rest, WeightRole::kNorm, s.x);
                  },
                  [&](const AttentionStep& s) {
                    o.reads = {s.q, s.k, s.v};

@@ -176,6 +176,13 @@ struct RopeStep {
   // (Gemma-4's "proportional" rope: rotate-half over the whole head, a quarter of the
   // frequencies non-zero).
   std::size_t active_pairs = 0;
+  // Optional per-head RMSNorm before the rotation (Qwen3's and LFM2's q / k norms, one step for
+  // q and k instead of four): each head is normalised over its head_dim columns, scaled by
+  // norm_first (heads below norm_split: the queries) or norm_rest (the keys), and stored in the
+  // activation type, exactly as a LayerNormStep with group = head_dim would leave it.
+  WeightId norm_first = kNoWeight, norm_rest = kNoWeight;
+  std::size_t norm_split = 0;
+  float norm_eps = 1e-6f;
 };
 // Which query rows an attention computes: every token, or one per sequence (its first or its
 // last token); with one, out has kSelected rows (row s for sequence s) while keys and values are

@@ -121,6 +121,55 @@ TEST_P(GluRopeNorm, RopeMatchesCpuOnStridedViewsAtLargePositions) {
   std::printf("[rope] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst, tol(1e-6));
 }
 
+// The rope step with the q / k RMS norms fused in (RopeArgs::norm_first / norm_rest, Qwen3's and
+// LFM2's attention): q and k heads of a fused QKV row normalised with their own weights, then
+// turned, against the CPU op. The CUDA kernel rounds each normalised value to the element type
+// before turning it (as the separate norm step stores it), so f16 / bf16 carry one more rounding
+// than the CPU's f32 path: still inside 4 unit roundoffs. v must keep its values.
+TEST_P(GluRopeNorm, RopeWithHeadNormMatchesCpu) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  struct Case {
+    std::size_t heads, kv_heads, head_dim, rotary_dim;
+  };
+  uint32_t seed = 150;
+  double worst = 0.0;
+  for (const bool interleaved : {false, true})
+    for (const Case& c : {Case{16, 8, 128, 128}, Case{4, 2, 24, 24}, Case{12, 12, 64, 64}, Case{6, 2, 64, 32},
+                          Case{3, 1, 14, 12}})
+      for (std::size_t rows : {1, 16, 97, 1025}) {
+        const std::size_t qw = c.heads * c.head_dim, kvw = c.kv_heads * c.head_dim, ld = qw + 2 * kvw + 1;
+        std::vector<int32_t> positions(rows);
+        for (std::size_t r = 0; r < rows; ++r) positions[r] = static_cast<int32_t>((r * 2654435761u + seed) % 4096);
+        DeviceArray<int32_t> dpos(positions);
+        auto wq = random_vector(c.head_dim, seed++, 0.4f), wk = random_vector(c.head_dim, seed++, 0.4f);
+        for (float& v : wq) v += 1.0f;
+        for (float& v : wk) v += 0.8f;
+        DeviceArray<float> dwq(wq), dwk(wk);
+        const TypedArray buf(random_vector(rows * ld, seed++, 3.0f), type());
+        std::vector<float> cpu = buf.values();
+        ops::RopeArgs a{ops::f32_view(cpu.data(), ld), positions.data(), rows, c.heads + c.kv_heads, c.head_dim,
+                        c.rotary_dim, 1e6f, interleaved};
+        a.norm_first = wq.data();
+        a.norm_rest = wk.data();
+        a.norm_split = c.heads;
+        a.norm_eps = 1e-6f;
+        ops::rope_cpu(a, pool);
+        a.x = buf.view(0, ld);
+        a.positions = dpos.get();
+        a.norm_first = dwq.get();
+        a.norm_rest = dwk.get();
+        ops::rope_cuda(a, nullptr);
+        const double err = rel_error(buf.download(), cpu);
+        worst = std::max(worst, err);
+        EXPECT_LE(err, tol()) << type_name(type()) << " heads " << c.heads << "/" << c.kv_heads << " head_dim "
+                              << c.head_dim << " rotary " << c.rotary_dim << " rows " << rows << " interleaved "
+                              << interleaved;
+      }
+  std::printf("[rope with q / k norms] %s: worst error %.3g (tolerance %.3g)\n", type_name(type()).c_str(), worst,
+              tol());
+}
+
 // Multi-axis rotary (M-RoPE / 2-D rope, ops/rope.h sections) on q and k inside a fused QKV
 // buffer: GLM-OCR's text decoder form (sections 8 / 12 / 12 over three axes, interleaved, 64 of
 // 128 columns, freq_dim 64) and its vision form (16 / 16 over two axes, rotate-half, restarting,

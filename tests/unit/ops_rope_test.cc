@@ -30,6 +30,11 @@ std::vector<float> reference(const std::vector<float>& x, const std::vector<int3
   return out;
 }
 
+std::vector<float> reference_rope(const std::vector<float>& x, const std::vector<int32_t>& pos, std::size_t ld,
+                                  std::size_t heads, std::size_t hd, std::size_t rdim, double theta) {
+  return reference(x, pos, ld, heads, hd, rdim, theta, false);
+}
+
 TEST(Rope, BothPairingsMatchTheirDefinitionOnWholeAndPartialHeads) {
   ThreadPool pool(2);
   struct Case {
@@ -200,6 +205,62 @@ TEST(Rope, GlmTextMropeAndVision2dMatchTransformersTables) {
     for (std::size_t i = 0; i < got.size(); ++i) gap = std::max(gap, std::abs(static_cast<double>(got[i]) - other[i]));
     EXPECT_GT(gap, 1e-2);
   }
+}
+
+// The fused q / k norms (RopeArgs::norm_first / norm_rest): every head RMS-normalised over its
+// head_dim columns with the queries' weight (heads below norm_split) or the keys', then rotated,
+// against a double-precision reference of Qwen3's q_norm → k_norm → rotary. The same inputs with
+// the two weights swapped must come out visibly different (the split is honoured), and the
+// arguments are checked.
+TEST(Rope, HeadNormBeforeTheRotationMatchesNormThenRope) {
+  ThreadPool pool(2);
+  const std::size_t rows = 23, q_heads = 4, k_heads = 2, hd = 24, heads = q_heads + k_heads;
+  const std::size_t ld = (heads + k_heads) * hd + 3;  // q | k | v of a fused QKV row, plus 3 columns
+  const float eps = 1e-6f, theta = 1e6f;
+  std::vector<int32_t> pos(rows);
+  for (std::size_t r = 0; r < rows; ++r) pos[r] = static_cast<int32_t>((r * 131) % 500);
+  const std::vector<float> x = random_vector(rows * ld, 77, 3.0f);
+  std::vector<float> wq = random_vector(hd, 78, 0.5f), wk = random_vector(hd, 79, 0.5f);
+  for (float& v : wq) v += 1.0f;
+  for (float& v : wk) v += 1.0f;
+
+  const auto reference = [&](const std::vector<float>& first, const std::vector<float>& rest) {
+    std::vector<float> normed = x;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t h = 0; h < heads; ++h) {
+        float* head = normed.data() + r * ld + h * hd;
+        double sq = 0;
+        for (std::size_t j = 0; j < hd; ++j) sq += static_cast<double>(head[j]) * head[j];
+        const double inv = 1.0 / std::sqrt(sq / hd + eps);
+        const std::vector<float>& w = h < q_heads ? first : rest;
+        for (std::size_t j = 0; j < hd; ++j) head[j] = static_cast<float>(head[j] * inv * w[j]);
+      }
+    return reference_rope(normed, pos, ld, heads, hd, hd, theta);
+  };
+  std::vector<float> got = x;
+  ops::RopeArgs a{ops::f32_view(got.data(), ld), pos.data(), rows, heads, hd, hd, theta};
+  a.norm_first = wq.data();
+  a.norm_rest = wk.data();
+  a.norm_split = q_heads;
+  a.norm_eps = eps;
+  ops::rope_cpu(a, pool);
+  const std::vector<float> want = reference(wq, wk), swapped = reference(wk, wq);
+  double err = 0, gap = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
+    gap = std::max(gap, std::abs(static_cast<double>(got[i]) - swapped[i]));
+  }
+  EXPECT_LE(err, 2e-4);  // f32 angles against double ones, as above
+  EXPECT_GT(gap, 1e-2) << "the keys' weight was not told apart from the queries'";
+  for (std::size_t r = 0; r < rows; ++r)  // v and the columns past it are untouched
+    for (std::size_t col = heads * hd; col < ld; ++col) ASSERT_EQ(got[r * ld + col], x[r * ld + col]);
+
+  a.norm_rest = nullptr;  // heads from the split on would have no weight
+  EXPECT_THROW(ops::check_rope(a), Error);
+  a.norm_split = heads;  // every head is a query head: one weight is enough
+  EXPECT_NO_THROW(ops::check_rope(a));
+  a.norm_split = heads + 1;
+  EXPECT_THROW(ops::check_rope(a), Error);
 }
 
 TEST(Rope, MultiAxisArgumentsAreChecked) {

@@ -238,6 +238,10 @@ void CpuExecutor::execute(const plan::Step& step) {
               a.axis_stride = batch_.num_tokens();
             }
             a.active_pairs = op.active_pairs;
+            a.norm_first = weight_f32(op.norm_first);  // null without a head norm
+            a.norm_rest = weight_f32(op.norm_rest);
+            a.norm_split = op.norm_split;
+            a.norm_eps = op.norm_eps;
             ops::check_rope(a, step.name.c_str());
             ops::rope_cpu(a, pool_);
           },

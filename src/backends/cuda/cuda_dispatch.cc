@@ -92,6 +92,10 @@ void CudaExecutor::execute(const plan::Step& step) {
               a.axis_stride = num_tokens_;  // uploaded axes are the launched (bucketed) rows apart
             }
             a.active_pairs = op.active_pairs;  // in rope_frequencies' table, shared with the CPU
+            a.norm_first = norm_weight(op.norm_first);  // null without a head norm
+            a.norm_rest = norm_weight(op.norm_rest);
+            a.norm_split = op.norm_split;
+            a.norm_eps = op.norm_eps;
             ops::rope_cuda(a, stream_);
           },
           [&](const plan::AttentionStep& op) { attention(step.name, op); },
