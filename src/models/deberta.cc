@@ -89,6 +89,36 @@ struct Trunk {
   BufferId hidden = -1;
 };
 
+// transformers' ConvLayer, after the first layer: out = conv_act(Conv1d(embedded) + bias) over
+// each sequence (zero padding (k − 1) / 2 at both ends; padding rows are zero in transformers'
+// batch too, the embeddings being multiplied by the mask), then layer = LayerNorm(layer + out).
+// The Conv1d is one GEMM over each row's window of k neighbours (SequenceWindowStep), its weight
+// [H, H / groups, k] laid out at load as [H, k · H] (tap-major, zero outside the output's group).
+void add_conv_layer(Layers& l, const DebertaConfig& c, const WeightSource& src, const std::string& p, View embedded,
+                    View window, View conv_out, View layer) {
+  const int64_t H = c.hidden, k = c.conv_taps, G = c.conv_groups, in_g = H / G;
+  const std::string n = p + "encoder.conv.";
+  const std::vector<float> w = src.load(n + "conv.weight", {H, in_g, k});
+  const std::size_t h = static_cast<std::size_t>(H), taps = static_cast<std::size_t>(k), ig = static_cast<std::size_t>(in_g);
+  std::vector<float> unfolded(h * taps * h, 0.0f);
+  for (std::size_t o = 0; o < h; ++o) {
+    const std::size_t group = o / (h / static_cast<std::size_t>(G));
+    for (std::size_t i = 0; i < ig; ++i)
+      for (std::size_t j = 0; j < taps; ++j)
+        unfolded[o * taps * h + j * h + group * ig + i] = w[(o * ig + i) * taps + j];
+  }
+  l.add("conv.window", plan::SequenceWindowStep{embedded, taps, window});
+  plan::GemmStep g;
+  g.x = window;
+  g.w = l.plan().add_weight(n + "conv.weight (unfolded)", {H, k * H}, std::move(unfolded));
+  g.bias = l.tensor(n + "conv.bias", {H});
+  g.act = c.conv_act;
+  g.y = conv_out;
+  l.add("conv", g);
+  const NormSpec ln{false, Bias::kRequired, c.layer_norm_eps};
+  l.add("conv.norm", l.norm(n + "LayerNorm", ln, H, conv_out, layer, layer));
+}
+
 Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& src, const std::string& p,
                   std::size_t max_len) {
   const int64_t H = c.hidden, I = c.intermediate;
@@ -99,7 +129,10 @@ Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& 
   const BufferId cur = plan.add_buffer("hidden", Rows::kTokens, h);
   const BufferId ctx = plan.add_buffer("attn_ctx", Rows::kTokens, h);
   const BufferId tmp = plan.add_buffer("proj_out", Rows::kTokens, h);
-  const BufferId mid = plan.add_buffer("mid", Rows::kTokens, static_cast<std::size_t>(std::max(I, 3 * H)));
+  const int64_t window_cols = static_cast<int64_t>(c.conv_taps) * H;  // the ConvLayer's im2col rows
+  const BufferId mid = plan.add_buffer("mid", Rows::kTokens, static_cast<std::size_t>(std::max({I, 3 * H, window_cols})));
+  // With the ConvLayer the embeddings' output outlives the first layer: the convolution reads it.
+  const BufferId embedded = c.conv_taps > 0 ? plan.add_buffer("embedded", Rows::kTokens, h) : cur;
 
   // Embeddings: word (+ absolute position where position_biased_input, + segment where the model
   // has a table), then LayerNorm. transformers then multiplies by the attention mask, a no-op
@@ -111,7 +144,7 @@ Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& 
   if (c.type_vocab > 0) emb.type = l.tensor(p + "embeddings.token_type_embeddings.weight", {c.type_vocab, H});
   emb.out = plan.whole(tmp);
   l.add("embeddings", emb);
-  l.add("embeddings.norm", l.norm(p + "embeddings.LayerNorm", ln, H, plan.whole(tmp), {}, plan.whole(cur)));
+  l.add("embeddings.norm", l.norm(p + "embeddings.LayerNorm", ln, H, plan.whole(tmp), {}, plan.whole(embedded)));
 
   std::vector<float> rel;
   plan::WeightId rel_index = plan::kNoWeight;
@@ -132,8 +165,9 @@ Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& 
   for (int i = 0; i < c.layers; ++i) {
     const std::string n = layer_prefix(p, i), L = "L" + std::to_string(i) + ".";
     const std::string a = n + "attention.self.";
+    const View input = plan.whole(i == 0 ? embedded : cur);
     l.add(L + "qkv", l.fused_linear(L + "qkv", {{a + "query_proj", H}, {a + "key_proj", H}, {a + "value_proj", H}}, H,
-                                    plan.whole(cur), qkv, Bias::kRequired));
+                                    input, qkv, Bias::kRequired));
     const View q = plan.slice(mid, 0, h), k = plan.slice(mid, h, h), v = plan.slice(mid, 2 * h, h);
     if (c.relative_attention) {
       plan::DisentangledAttentionStep att;
@@ -168,11 +202,13 @@ Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& 
       l.add(L + "attention", att);
     }
     l.add(L + "attn_out", l.linear(n + "attention.output.dense", H, H, plan.whole(ctx), plan.whole(tmp), Bias::kRequired));
-    l.add(L + "attn_norm", l.norm(n + "attention.output.LayerNorm", ln, H, plan.whole(tmp), plan.whole(cur),
-                                  plan.whole(cur)));
+    l.add(L + "attn_norm", l.norm(n + "attention.output.LayerNorm", ln, H, plan.whole(tmp), input, plan.whole(cur)));
     l.add(L + "mlp_up", l.linear(n + "intermediate.dense", I, H, plan.whole(cur), up, Bias::kRequired, c.act));
     l.add(L + "mlp_down", l.linear(n + "output.dense", H, I, up, plan.whole(tmp), Bias::kRequired));
     l.add(L + "mlp_norm", l.norm(n + "output.LayerNorm", ln, H, plan.whole(tmp), plan.whole(cur), plan.whole(cur)));
+    if (i == 0 && c.conv_taps > 0)
+      add_conv_layer(l, c, src, p, plan.whole(embedded), plan.slice(mid, 0, static_cast<std::size_t>(window_cols)),
+                     plan.whole(tmp), plan.whole(cur));
   }
   plan.set_output("hidden", plan.whole(cur));
   return {cur};
@@ -304,6 +340,11 @@ std::map<std::string, std::vector<int64_t>> deberta_tensors(const DebertaConfig&
     linear(n + "intermediate.dense", I, H);
     linear(n + "output.dense", H, I);
     norm(n + "output.LayerNorm");
+  }
+  if (c.conv_taps > 0) {
+    t[p + "encoder.conv.conv.weight"] = {H, H / c.conv_groups, c.conv_taps};
+    t[p + "encoder.conv.conv.bias"] = {H};
+    norm(p + "encoder.conv.LayerNorm");
   }
   if (c.is_cross_encoder) {
     linear("pooler.dense", H, H);

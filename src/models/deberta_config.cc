@@ -53,8 +53,8 @@ std::vector<std::string> read_string_list(const json& j, const char* key, const 
   return out;
 }
 
-Activation activation_field(const json& j, const char* key, const std::string& src) {
-  const std::string name = d::opt_string(j, key, src).value_or("gelu");
+Activation activation_field(const json& j, const char* key, const std::string& src, const char* fallback = "gelu") {
+  const std::string name = d::opt_string(j, key, src).value_or(fallback);
   try {
     return io::parse_activation(name, src);
   } catch (const Error& e) {
@@ -101,9 +101,16 @@ DebertaConfig parse_deberta_config(const json& j, const std::string& src) {
   if (const auto es = d::opt_int(j, "embedding_size", src))
     check(*es == c.hidden, src, ": field \"embedding_size\" = ", *es,
           " is not supported (the embed_proj projection to hidden_size = ", c.hidden, " is not implemented)");
-  if (const auto conv = d::opt_int(j, "conv_kernel_size", src))
-    check(*conv <= 0, src, ": field \"conv_kernel_size\" = ", *conv,
-          " is not supported (the convolution layer after the first layer is not implemented)");
+  if (const auto conv = d::opt_int(j, "conv_kernel_size", src); conv && *conv > 0) {
+    // transformers pads by (k − 1) / 2 on each side: an even kernel would shorten the sequence.
+    check(*conv % 2 == 1 && *conv <= 63, src, ": field \"conv_kernel_size\" = ", *conv,
+          " must be odd and at most 63 (the convolution keeps each sequence's length)");
+    c.conv_taps = static_cast<int>(*conv);
+    c.conv_groups = d::int_in_range(j, "conv_groups", src, 1, kMaxDim, 1);
+    check(c.hidden % c.conv_groups == 0, src, ": field \"conv_groups\" = ", c.conv_groups,
+          " does not divide \"hidden_size\" = ", c.hidden);
+    c.conv_act = activation_field(j, "conv_act", src, "tanh");
+  }
   c.position_biased_input = d::opt_bool(j, "position_biased_input", src).value_or(true);
   c.relative_attention = d::opt_bool(j, "relative_attention", src).value_or(false);
   c.share_att_key = d::opt_bool(j, "share_att_key", src).value_or(false);

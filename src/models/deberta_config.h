@@ -30,6 +30,12 @@ struct DebertaConfig {
   float layer_norm_eps = 1e-7f;
   Activation act = Activation::kGeluErf;
   Activation pooler_act = Activation::kGeluErf;
+  // The ConvLayer after the first layer (conv_kernel_size > 0, DeBERTa-v2 xlarge / xxlarge): a
+  // Conv1d over each sequence (conv_groups groups, zero padding), masked, conv_act, then
+  // LayerNorm(layer 0's output + that). 0: none.
+  int conv_taps = 0;
+  int conv_groups = 1;
+  Activation conv_act = Activation::kTanh;
   bool is_cross_encoder = false;
   int num_labels = 1;
   std::map<int, std::string> id2label;

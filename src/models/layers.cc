@@ -182,6 +182,7 @@ void for_each_view(plan::StepOp& op, F&& f) {
                  [&](plan::SoftcapStep& s) { f(s.x), f(s.out); },
                  [&](plan::SamAttentionStep& s) { f(s.qkv), f(s.out); },
                  [&](plan::GatherRowsStep& s) { f(s.src), f(s.out); },
+                 [&](plan::SequenceWindowStep& s) { f(s.x), f(s.out); },
              },
              op);
 }
@@ -238,7 +239,8 @@ std::vector<BufferId> add_selected_program(plan::Plan& plan, const std::string& 
     const std::size_t pos = 1 + (i - a);
     const plan::Operands o = plan::operands(steps[i].op);
     check(!std::holds_alternative<plan::RopeStep>(steps[i].op) && !std::holds_alternative<plan::EmbedStep>(steps[i].op) &&
-              !std::holds_alternative<plan::ShortConvStep>(steps[i].op),
+              !std::holds_alternative<plan::ShortConvStep>(steps[i].op) &&
+              !std::holds_alternative<plan::SequenceWindowStep>(steps[i].op),
           "selected program ", to, ": step ", steps[i].name, " after the last attention needs every token");
     if (i == a) {  // the attention reads every token's q, k and v
       for (const View& r : o.reads) {

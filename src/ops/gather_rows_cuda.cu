@@ -27,7 +27,48 @@ __global__ void gather_rows_kernel(const T* __restrict__ src, std::size_t lds, T
   for (std::size_t c = threadIdx.x; c < cols; c += kThreads) dst[c] = s[c];
 }
 
+// One block per (row, part): the row's sequence by binary search over the starts, then a copy
+// or zeros, as gather_rows_kernel.
+template <typename T>
+__global__ void sequence_window_kernel(const T* __restrict__ x, std::size_t ldx, T* __restrict__ out, std::size_t ldo,
+                                       const int32_t* __restrict__ starts, int num_seqs, std::size_t taps,
+                                       std::size_t cols) {
+  const std::size_t pair = blockIdx.x;  // t · taps + j
+  const auto t = static_cast<long long>(pair / taps), j = static_cast<long long>(pair % taps);
+  int lo = 0, hi = num_seqs;  // the last s with starts[s] <= t
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (starts[mid] <= t) lo = mid;
+    else hi = mid;
+  }
+  const long long first = starts[lo], end = starts[lo + 1];
+  const long long r = t + j - static_cast<long long>(taps / 2);
+  T* dst = out + static_cast<std::size_t>(t) * ldo + static_cast<std::size_t>(j) * cols;
+  if (t >= starts[num_seqs] || r < first || r >= end) {
+    for (std::size_t c = threadIdx.x; c < cols; c += kThreads) elem::store(dst + c, 0.0f);
+    return;
+  }
+  const T* s = x + static_cast<std::size_t>(r) * ldx;
+  for (std::size_t c = threadIdx.x; c < cols; c += kThreads) dst[c] = s[c];
+}
+
 }  // namespace
+
+void sequence_window_cuda(const SequenceWindowArgs& a, cudaStream_t stream) {
+  check_sequence_window(a, "sequence_window (CUDA)");
+  check(a.num_seqs > 0 || a.rows == 0, "sequence_window (CUDA): rows without sequences");
+  if (a.rows == 0 || a.cols == 0) return;
+  const std::size_t blocks = a.rows * a.taps;
+  check(blocks < (std::size_t{1} << 31) && a.num_seqs < (std::size_t{1} << 30), "sequence_window (CUDA): ", a.rows,
+        " rows of ", a.taps, " parts are too many for one launch");
+  elem::dispatch(a.out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    sequence_window_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        static_cast<const T*>(a.x.data), a.x.ld, static_cast<T*>(a.out.data), a.out.ld, a.seq_starts,
+        static_cast<int>(a.num_seqs), a.taps, a.cols);
+    IL_CUDA_CHECK_LAUNCH();
+  });
+}
 
 void gather_rows_cuda(const GatherRowsArgs& a, const int32_t* d_index, cudaStream_t stream) {
   check(a.src.data && a.out.data && (d_index || a.rows == 0), "gather_rows (CUDA): null operand");

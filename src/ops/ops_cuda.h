@@ -184,6 +184,9 @@ void fill_rows_cuda(float* data, std::size_t ld, std::size_t rows, std::size_t c
 // indices are not checked on the device: the caller checks them against src's rows on the host
 // (the CUDA executor in set_batch).
 void gather_rows_cuda(const GatherRowsArgs& a, const int32_t* d_index, cudaStream_t stream);
+// Each sequence's window of rows (ops/gather_rows.h): x and out of one element type (any), the
+// starts on the device. One block per (row, part).
+void sequence_window_cuda(const SequenceWindowArgs& a, cudaStream_t stream);
 
 // SAM's windowed / global attention with decomposed relative position (ops/sam_attention.h).
 // qkv and out of one element type (any), the bias and the tables f32, f32 arithmetic. The

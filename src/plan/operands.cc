@@ -124,6 +124,10 @@ Operands operands(const StepOp& op) {
                      weight(t.w, WeightRole::kNorm, s.qkv);
                    }
                  },
+                 [&](const SequenceWindowStep& s) {
+                   o.reads = {s.x};
+                   o.writes = {s.out};
+                 },
                  [&](const GatherRowsStep& s) {
                    o.reads = {s.src};
                    o.writes = {s.out};

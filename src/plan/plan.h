@@ -345,11 +345,19 @@ struct GatherRowsStep {
   std::size_t taps = 0;
   View out;
 };
+// The im2col of a 1-D convolution over each sequence with zero padding (DeBERTa-v2's ConvLayer):
+// part j (x.cols columns) of out row t is x row t + j − (taps − 1) / 2 when that row lies in t's
+// own sequence, else zeros. taps is odd; out has taps · x.cols columns and the batch's token rows.
+struct SequenceWindowStep {
+  View x;
+  std::size_t taps = 0;
+  View out;
+};
 
 using StepOp = std::variant<EmbedStep, GemmStep, LayerNormStep, GluStep, RopeStep, AttentionStep, PoolStep, L2Step,
                             DisentangledAttentionStep, ShortConvStep, PatchEmbedStep, ProbeAttentionStep, KvWriteStep,
                             CachedAttentionStep, InjectRowsStep, RouterStep, MoeStep, SoftmaxStep, SoftcapStep,
-                            SamAttentionStep, GatherRowsStep>;
+                            SamAttentionStep, GatherRowsStep, SequenceWindowStep>;
 
 struct Step {
   std::string name;  // e.g. "L3.attn_out"

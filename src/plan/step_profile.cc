@@ -33,6 +33,7 @@ const char* op_name(const StepOp& op) {
                         [](const SoftcapStep&) { return "softcap"; },
                         [](const SamAttentionStep&) { return "sam_attention"; },
                         [](const GatherRowsStep&) { return "gather_rows"; },
+                        [](const SequenceWindowStep&) { return "sequence_window"; },
                     },
                     op);
 }

@@ -80,6 +80,34 @@ TEST_P(VisionOps, GatherRowsMatchesCpu) {
   }
 }
 
+// DeBERTa-v2's convolution window over each sequence (sequence_window_cuda): ragged sequences
+// with an empty and a one-token one, launch-padding rows past the tokens, 1 / 3 / 5 taps; a copy,
+// exact in every type.
+TEST_P(VisionOps, SequenceWindowMatchesCpu) {
+  IL_REQUIRE_GPU();
+  ThreadPool pool(0);
+  const std::vector<int32_t> starts{0, 6, 7, 7, 140, 141};
+  const std::size_t rows = 160, cols = 67, ldx = 70;
+  const DeviceArray<int32_t> dstarts(starts);
+  uint32_t seed = 40;
+  for (const std::size_t taps : {1, 3, 5}) {
+    const std::size_t ldo = taps * cols + 3;
+    const TypedArray x(random_vector(rows * ldx, seed++, 2.0f), type());
+    const std::vector<float> init(rows * ldo, 0.5f);
+    const TypedArray out(init, type());
+    ops::sequence_window_cuda({x.view(0, ldx), out.view(0, ldo), dstarts.get(), starts.size() - 1, rows, taps, cols},
+                              nullptr);
+    std::vector<float> want(init);
+    ops::sequence_window_cpu({ops::f32_view(x.values().data(), ldx), ops::f32_view(want.data(), ldo), starts.data(),
+                              starts.size() - 1, rows, taps, cols},
+                             pool);
+    const std::vector<float> got = out.download();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) bad += got[i] != want[i];
+    EXPECT_EQ(bad, 0u) << type_name(type()) << " taps " << taps;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // SAM attention
 

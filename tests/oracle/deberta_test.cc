@@ -1,4 +1,6 @@
-// DeBERTa-v2 / v3 against transformers (tools/oracle/make_deberta_fixtures.py): the three folders
+// DeBERTa-v2 / v3 against transformers (tools/oracle/make_deberta_fixtures.py): the four folders
+// (one with the ConvLayer after the first layer: its window must stop at each sequence's ends, which
+// the ragged batches below check)
 // from text and raw ids (pooled vectors, scores, hidden states), one at a time, in one ragged batch
 // and split over small batches; the relative-position rows against transformers' own
 // build_relative_position; what the models say about themselves; configs refused by field.
@@ -135,7 +137,8 @@ TEST_P(DebertaOracle, RelativeRowsMatchTransformers) {
         << "distance " << d;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DebertaOracle, ::testing::Values("deberta-embed", "deberta-ce", "deberta-v2-ce"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, DebertaOracle, ::testing::Values("deberta-embed", "deberta-ce", "deberta-v2-ce",
+                                                                         "deberta-v2-conv-ce"),
                          [](const auto& info) { return fixture_test_name(info.param); });
 
 TEST(Deberta, DescribesItself) {
@@ -200,7 +203,7 @@ TEST(DebertaConfig, ReadsTheV3Fields) {
 
 TEST(DebertaConfig, RefusesWhatIsNotImplementedNamingTheField) {
   const std::pair<const char*, nlohmann::json> cases[] = {
-      {"conv_kernel_size", 3}, {"embedding_size", 32}, {"pos_att_type", "p2p|c2p"}, {"norm_rel_ebd", "other"},
+      {"conv_kernel_size", 4}, {"embedding_size", 32}, {"pos_att_type", "p2p|c2p"}, {"norm_rel_ebd", "other"},
       {"attention_head_size", 8}, {"hidden_act", "mish"}};
   for (const auto& [field, value] : cases) {
     nlohmann::json j = v3_config();
@@ -217,7 +220,27 @@ TEST(DebertaConfig, TheRegistryRowChecksWithTheDebertaParser) {
   EXPECT_NO_THROW(a.check_config(v3_config(), "x/config.json"));
   nlohmann::json conv = v3_config();
   conv["conv_kernel_size"] = 3;
+  EXPECT_NO_THROW(a.check_config(conv, "x/config.json"));
+  conv["conv_groups"] = 5;  // does not divide hidden_size
   EXPECT_THROW(a.check_config(conv, "x/config.json"), Error);
+}
+
+// The ConvLayer's fields with transformers' defaults: groups 1, conv_act "tanh"; 0 or absent: none.
+TEST(DebertaConfig, ReadsTheConvLayerFields) {
+  nlohmann::json j = v3_config();
+  EXPECT_EQ(models::parse_deberta_config(j, "config.json").conv_taps, 0);
+  j["conv_kernel_size"] = 0;
+  EXPECT_EQ(models::parse_deberta_config(j, "config.json").conv_taps, 0);
+  j["conv_kernel_size"] = 5;
+  models::DebertaConfig c = models::parse_deberta_config(j, "config.json");
+  EXPECT_EQ(c.conv_taps, 5);
+  EXPECT_EQ(c.conv_groups, 1);
+  EXPECT_EQ(c.conv_act, Activation::kTanh);
+  j["conv_groups"] = 2;
+  j["conv_act"] = "gelu";
+  c = models::parse_deberta_config(j, "config.json");
+  EXPECT_EQ(c.conv_groups, 2);
+  EXPECT_EQ(c.conv_act, Activation::kGeluErf);
 }
 
 // deberta-v3-base's geometry: every distance up to 511 maps into the 512 rows, symmetric around

@@ -36,6 +36,9 @@ Folders written under --out (each with expected.json; config.json marked
                   "query: "). expected.json as make_fixtures' embedding folders.
   deberta-ce      The same geometry as DebertaV2ForSequenceClassification, num_labels 1
                   (ContextPooler: dense + gelu on the [CLS] row, then the classifier).
+  deberta-v2-conv-ce  deberta-v2-ce's geometry plus the ConvLayer after the first layer
+                  (conv_kernel_size 3, conv_groups 2, conv_act "gelu"; transformers' ConvLayer: a
+                  Conv1d over each sequence with zero padding, then LayerNorm(layer 0 + conv)).
   deberta-v2-ce   The DeBERTa-v2 variants: num_labels 3 with id2label, share_att_key false
                   (separate pos_key_proj), pos_att_type "c2p" only (scale sqrt(d * 2)),
                   position_biased_input true (absolute position table, max_position_embeddings
@@ -85,6 +88,7 @@ SPECIALS = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"]  # ids 0..3, as deberta-v3's spm
 EMBED_SEED = 909
 CE_SEED = 910
 V2_CE_SEED = 911
+V2_CONV_CE_SEED = 912
 
 LONG_VALLEY = (
     "Long before the railway reached the valley, the village lived from wool, cheese and the small trade of "
@@ -157,6 +161,10 @@ def deberta_config(vocab_size, variant, num_labels=None):
         kw.update(max_position_embeddings=MAX_LEN, type_vocab_size=2, position_biased_input=True, position_buckets=-1,
                   max_relative_positions=24, pos_att_type="c2p", share_att_key=False, norm_rel_ebd="none",
                   pooler_hidden_act="tanh")
+    if variant == "v2-conv":
+        # DeBERTa-v2 xlarge's ConvLayer after the first layer (its release: kernel 3, gelu), here with
+        # two groups so the grouped weight layout is exercised too.
+        kw.update(conv_kernel_size=3, conv_groups=2, conv_act="gelu")
     if num_labels is not None:
         kw["num_labels"] = num_labels
     if num_labels == 3:
@@ -315,7 +323,20 @@ def main():
         s.update(check_bucket_edge("deberta-v2-ce", folder, cfg))
         return "deberta-v2-ce", s
 
+    def job_v2_conv_ce():
+        folder, cfg = build_ce(out, "deberta-v2-conv-ce", tok, V, "v2-conv", 3, V2_CONV_CE_SEED)
+        s = mf.expected_ce(folder, trunc, V, cls_id, True, V2_CONV_CE_SEED)
+        add_to_expected(folder, cfg, "DebertaV2ForSequenceClassification")
+        s.update(check_bucket_edge("deberta-v2-conv-ce", folder, cfg))
+        model = DebertaV2ForSequenceClassification.from_pretrained(str(folder))
+        assert model.deberta.encoder.conv is not None, "the ConvLayer was not built"
+        return "deberta-v2-conv-ce", s
+
     jobs = [job_embed, job_ce, job_v2_ce]
+    if os.environ.get("DEBERTA_ONLY") == "conv":
+        jobs = [job_v2_conv_ce]
+    else:
+        jobs.append(job_v2_conv_ce)
     for job in jobs:
         try:
             name, s = job()

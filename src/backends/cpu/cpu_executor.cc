@@ -479,6 +479,14 @@ void CpuExecutor::execute(const plan::Step& step) {
             check_cache_rows(step.name, op.src, batch_.gather);
             ops::gather_rows_cpu({tensor(op.src), tensor(op.out), batch_.gather.data(), n, op.taps, op.src.cols}, pool_);
           },
+          [&](const plan::SequenceWindowStep& op) {
+            check(op.out.cols == op.taps * op.x.cols, "sequence_window ", step.name, ": ", op.taps, " parts of ",
+                  op.x.cols, " columns into ", op.out.cols);
+            ops::SequenceWindowArgs a{tensor(op.x), tensor(op.out), starts, batch_.num_seqs(),
+                                      row_wise(step.name, op.x, {op.out}), op.taps, op.x.cols};
+            ops::check_sequence_window(a, step.name.c_str());
+            ops::sequence_window_cpu(a, pool_);
+          },
       },
       step.op);
 }

@@ -358,6 +358,14 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.cols = op.src.cols;
             ops::gather_rows_cuda(a, d_gather_, stream_);
           },
+          [&](const plan::SequenceWindowStep& op) {
+            check(op.out.cols == op.taps * op.x.cols, "sequence_window ", step.name, ": ", op.taps, " parts of ",
+                  op.x.cols, " columns into ", op.out.cols);
+            ops::SequenceWindowArgs a{tensor(op.x), tensor(op.out), d_starts_, num_seqs_,
+                                      row_wise(step.name, op.x, {op.out}), op.taps, op.x.cols};
+            ops::check_sequence_window(a, step.name.c_str());
+            ops::sequence_window_cuda(a, stream_);  // rows past the batch's tokens: zeros
+          },
       },
       step.op);
 }
