@@ -104,8 +104,8 @@ void attention_block(Layers& l, const std::string& prefix, const AttentionNames&
         l.fused_linear(prefix + "qkv", {{names.q, q_rows}, {names.k, kv_rows}, {names.v, kv_rows}}, s.hidden, x, qkv,
                        s.qkv_bias));
   // q and k lie side by side in the QKV buffer with one head width, so one rope step turns both;
-  // RMS q / k norms (Qwen3, LFM2) run inside it, head by head, before the rotation: at a short
-  // batch each launch saved is a few microseconds of a layer's forty.
+  // RMS q / k norms (Qwen3, LFM2) run inside it, head by head, before the rotation: one launch
+  // where there were four (under a microsecond each at Qwen3 1×16 on the H200, perf-history.md).
   const bool fused_norms = s.rope_theta && !names.q_norm.empty() && !names.k_norm.empty() && s.qk_norm.rms;
   if (!fused_norms && !names.q_norm.empty())
     l.add(prefix + "q_norm", l.norm(names.q_norm, s.qk_norm, hd, q, {}, q, {}, s.head_dim));
