@@ -187,6 +187,8 @@ Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& 
       att.rel_index = rel_index;
       att.span = static_cast<std::size_t>(c.span);
       att.max_len = max_len;
+      att.position_buckets = c.position_buckets;
+      att.max_relative = c.max_relative;
       att.scale = scale;
       att.out = plan.whole(ctx);
       l.add(L + "attention", att);

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "ops/attention_dispatch_cuda.h"
@@ -61,6 +62,16 @@ struct Params {
   int heads;
   int row_tiles;     // blocks of query rows per (sequence, head): ceil(max_seq_len / rows per block)
   bool seq_major;    // block order: see work_of
+  // DeBERTa's relative terms (kRel): the c2p / p2c tables of head 0 (head h at + h·rel_head_stride,
+  // row r at + r·rel_pitch; null for an absent term), and m of distance d at rel_index[d + rel_center]
+  // minus m_lo, kept inside [0, m_count).
+  const float* c2p;
+  const float* p2c;
+  std::size_t rel_head_stride;
+  int rel_pitch;
+  const float* rel_index;
+  int rel_center;  // max_len − 1
+  int m_lo, m_count;
 };
 
 // The block's (sequence, head, row tile). Default order: row tile fastest, then head, then
@@ -175,7 +186,49 @@ constexpr int kMTiles = D <= 64 ? 2 : 1;
 template <int D>
 constexpr int kStages = D <= 64 ? 4 : D <= 96 ? 3 : 2;
 
-template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec>
+// The score tile's relative bias (kRel): s[mi][n][e] = c2p[i][m] + p2c[j][m] for the thread's
+// fragment element (row i = wr0 + 16 mi + 8 (e >> 1) + g, key j = kt + 8 n + 2 tig + (e & 1);
+// mma_cuda.cuh), m the table column of i − j. A thread's distances are base + 8 k − c with
+// k = 2 mi + (e >> 1) − n ∈ [−7, 2 kM − 1] and c = e & 1, so 2 (2 kM + 7) columns serve its 64 kM
+// elements. Rows and keys past the sequence read its last row (finite values; their scores are
+// masked or never stored).
+template <int kM>
+__device__ __forceinline__ void relative_bias(const Params& p, float (&s)[kM][8][4], int head, int start, int len,
+                                              int wr0, int kt, int g, int tig) {
+  constexpr int kSpread = 2 * kM + 7;
+  const int base = wr0 + g - kt - 2 * tig;
+  const int last = 2 * p.rel_center;
+  int col[kSpread][2];
+#pragma unroll
+  for (int k = 0; k < kSpread; ++k)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int d = base + 8 * (k - 7) - c + p.rel_center;
+      const int m = static_cast<int>(__ldg(p.rel_index + min(max(d, 0), last))) - p.m_lo;
+      col[k][c] = min(max(m, 0), p.m_count - 1);
+    }
+  const std::size_t head_off = static_cast<std::size_t>(head) * p.rel_head_stride;
+  const float* c2p = p.c2p != nullptr ? p.c2p + head_off : nullptr;
+  const float* p2c = p.p2c != nullptr ? p.p2c + head_off : nullptr;
+  const int end = start + len - 1;
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int hh = e >> 1, c = e & 1;
+        const int m = col[2 * mi + hh - n + 7][c];
+        const int i = min(start + wr0 + 16 * mi + 8 * hh + g, end);
+        const int j = min(start + kt + 8 * n + 2 * tig + c, end);
+        float b = 0.0f;
+        if (c2p != nullptr) b = __ldg(c2p + i * p.rel_pitch + m);
+        if (p2c != nullptr) b += __ldg(p2c + j * p.rel_pitch + m);
+        s[mi][n][e] = b;
+      }
+}
+
+template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec, bool kRel = false>
 __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   pdl::wait_for_predecessor();
   using S = Smem<D>;
@@ -284,10 +337,14 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
     // (key-major, d contiguous) yields the col-major B operand of two n-tiles: matrices
     // (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15, d 0-7), (keys 8-15, d 8-15).
     float s[kM][8][4];
+    if constexpr (kRel) {
+      relative_bias<kM>(p, s, head, start, len, wr0, kt, g, tig);  // q·k accumulates on top
+    } else {
 #pragma unroll
-    for (int mi = 0; mi < kM; ++mi)
+      for (int mi = 0; mi < kM; ++mi)
 #pragma unroll
-      for (int n = 0; n < 8; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.0f;
+        for (int n = 0; n < 8; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.0f;
+    }
     const uint16_t* krow = kb + ((lane & 7) + (lane >> 4) * 8) * kStride + ((lane >> 3) & 1) * 8;
 #pragma unroll
     for (int kk = 0; kk < kDSteps; ++kk) {
@@ -424,11 +481,88 @@ __global__ void __launch_bounds__(kThreads) attention_half_kernel(Params p) {
   }
 }
 
-template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec>
+// DeBERTa's relative tables (RelativeScores): block (64 token rows, head, term), four warps of 16
+// rows. The rows' q (term c2p) or k (p2c) head slice is staged once; the table rows m_lo + c0 …
+// + 63 of the head's pos_key / pos_query columns stream through a second tile, multiplied as the
+// attention kernel multiplies Q·Kᵀ, and the f32 accumulators are stored as they are (two adjacent
+// columns per store; a quad writes one 32-byte sector).
+struct TableParams {
+  const uint16_t* x[2];    // per term: q or k, head 0
+  std::size_t ldx[2];
+  const uint16_t* pos[2];  // per term: pos_key or pos_query, row m_lo, head 0
+  std::size_t ld_pos;
+  float* out[2];           // per term: table of head 0
+  std::size_t head_stride;  // floats per head's table: table_rows · pitch
+  int pitch, m_count, head_dim;
+  const int32_t* seq_starts;
+  int num_seqs;
+};
+
+template <int D, typename T>
+__global__ void __launch_bounds__(kThreads) relative_tables_kernel(TableParams p) {
+  pdl::wait_for_predecessor();
+  using S = Smem<D>;
+  constexpr int kStride = S::kStride;
+  constexpr int kDSteps = D / 16;
+  extern __shared__ uint4 smem_raw[];
+  uint16_t* xs = reinterpret_cast<uint16_t*>(smem_raw);
+  uint16_t* ps = xs + kKeyTile * kStride;
+  const int rows = p.seq_starts[p.num_seqs];
+  const int r0 = static_cast<int>(blockIdx.x) * kKeyTile;
+  if (r0 >= rows) return;  // block-uniform
+  const int head = static_cast<int>(blockIdx.y), term = static_cast<int>(blockIdx.z);
+  const int hd = p.head_dim;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane >> 2, tig = lane & 3;
+  // Selected, not indexed: a parameter array indexed at run time is copied to local memory.
+  const bool second = term == 1;
+  const uint16_t* pos = (second ? p.pos[1] : p.pos[0]) + static_cast<std::size_t>(head) * hd;
+  const std::size_t ldx = second ? p.ldx[1] : p.ldx[0];
+  stage<D, true, kKeyTile>(xs, (second ? p.x[1] : p.x[0]) + static_cast<std::size_t>(r0) * ldx + static_cast<std::size_t>(head) * hd,
+                           ldx, rows - r0, hd);
+  float* out = (second ? p.out[1] : p.out[0]) + static_cast<std::size_t>(head) * p.head_stride;
+  const uint16_t* xrow = xs + (warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
+  const uint16_t* prow = ps + ((lane & 7) + (lane >> 4) * 8) * kStride + ((lane >> 3) & 1) * 8;
+  for (int c0 = 0; c0 < p.m_count; c0 += kKeyTile) {
+    stage<D, true, kKeyTile>(ps, pos + static_cast<std::size_t>(c0) * p.ld_pos, p.ld_pos, p.m_count - c0, hd);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    float acc[8][4];
+#pragma unroll
+    for (int n = 0; n < 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kDSteps; ++kk) {
+      uint32_t a[4];
+      ldsm_x4(a, smem_addr(xrow + kk * 16));
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t b[4];
+        ldsm_x4(b, smem_addr(prow + np * 16 * kStride + kk * 16));
+        Elem<T>::mma(acc[2 * np], a, b[0], b[1]);
+        Elem<T>::mma(acc[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + warp * 16 + 8 * h + g;
+      if (r >= rows) continue;
+      float* row = out + static_cast<std::size_t>(r) * p.pitch;
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        const int col = c0 + 8 * n + 2 * tig;  // even, and pitch is a multiple of 8
+        if (col < p.pitch) *reinterpret_cast<float2*>(row + col) = make_float2(acc[n][2 * h], acc[n][2 * h + 1]);
+      }
+    }
+    __syncthreads();  // every warp is done with ps before the next chunk overwrites it
+  }
+}
+
+template <int D, int kM, int kS, bool kPairExp, typename T, bool kVec, bool kRel = false>
 void launch_one(Params p, std::size_t num_seqs, std::size_t max_len, std::size_t heads, cudaStream_t stream) {
   constexpr int kRows = kWarps * 16 * kM;
   constexpr std::size_t kBytes = Smem<D>::bytes(kRows, kS);
-  const auto kernel = attention_half_kernel<D, kM, kS, kPairExp, T, kVec>;
+  const auto kernel = attention_half_kernel<D, kM, kS, kPairExp, T, kVec, kRel>;
   // Above 48 KiB a kernel must opt in; the attribute is per function and cheap to set again
   // (and legal while a graph is being captured: it enqueues nothing).
   IL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes)));
@@ -473,6 +607,164 @@ void launch_type(const Params& p, bool vec, const HalfAttentionTuning& tu, std::
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
+// The kernel's parameters without relative terms; row_tiles is set by launch_one, which knows
+// the rows per block.
+Params params_of(const HalfAttentionArgs& a, int half_window, bool seq_major) {
+  Params p{};
+  p.q = static_cast<const uint16_t*>(a.q);
+  p.ldq = a.ldq;
+  p.k = static_cast<const uint16_t*>(a.k);
+  p.ldk = a.ldk;
+  p.v = static_cast<const uint16_t*>(a.v);
+  p.ldv = a.ldv;
+  p.out = static_cast<uint16_t*>(a.out);
+  p.ldo = a.ldo;
+  p.seq_starts = a.seq_starts;
+  p.group = static_cast<int>(a.heads / a.kv_heads);
+  p.head_dim = static_cast<int>(a.head_dim);
+  p.scale_log2 = a.scale * kLog2e;
+  p.causal = a.mask == MaskMode::kCausal;
+  p.half_window = half_window;
+  p.out_pairs = reinterpret_cast<std::uintptr_t>(a.out) % 4 == 0 && a.ldo % 2 == 0 && a.head_dim % 2 == 0;
+  p.heads = static_cast<int>(a.heads);
+  p.seq_major = seq_major;
+  return p;
+}
+
+int relative_m_tiles() {
+  static const int m = [] {
+    const char* e = std::getenv("IL_DISENTANGLED_TC_MTILES");
+    return e != nullptr && std::string(e) == "1" ? 1 : 2;
+  }();
+  return m;
+}
+
+template <typename T>
+void launch_relative(const Params& p, const TableParams& tp, int terms, std::size_t num_seqs, std::size_t max_len,
+                     std::size_t heads, std::size_t table_rows, cudaStream_t stream) {
+  const auto run = [&](auto dim) {
+    constexpr int D = decltype(dim)::value;
+    const auto tables = relative_tables_kernel<D, T>;
+    constexpr std::size_t kTableBytes = 2 * kKeyTile * Smem<D>::kStride * sizeof(uint16_t);
+    IL_CUDA_CHECK(cudaFuncSetAttribute(tables, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kTableBytes)));
+    const dim3 grid(static_cast<unsigned>((table_rows + kKeyTile - 1) / kKeyTile), static_cast<unsigned>(heads),
+                    static_cast<unsigned>(terms));
+    pdl::launch(tables, grid, kThreads, kTableBytes, stream, tp);
+    // Two m tiles a warp as the plain kernel, except where IL_DISENTANGLED_TC_MTILES=1 asks for one
+    // (head_dim ≤ 64; measuring: with the bias gathers, two tiles sit at the register limit).
+    if constexpr (D <= 64) {
+      if (relative_m_tiles() == 1) return launch_one<D, 1, kStages<D>, false, T, true, true>(p, num_seqs, max_len, heads, stream);
+    }
+    launch_one<D, kMTiles<D>, kStages<D>, false, T, true, true>(p, num_seqs, max_len, heads, stream);
+  };
+  if (p.head_dim <= 32) return run(std::integral_constant<int, 32>{});
+  if (p.head_dim <= 64) return run(std::integral_constant<int, 64>{});
+  if (p.head_dim <= 96) return run(std::integral_constant<int, 96>{});
+  run(std::integral_constant<int, 128>{});
+}
+
+void relative_pass(const HalfAttentionArgs& a, const RelativeScores& r, std::size_t pitch, std::size_t max_seq_len,
+                   cudaStream_t stream);
+
+}  // namespace
+
+bool attention_half_relative_supports(const HalfAttentionArgs& a, const RelativeScores& r) {
+  const bool terms_ok = (r.pos_key != nullptr || r.pos_query != nullptr) &&
+                        (r.pos_key == nullptr || aligned16(r.pos_key)) &&
+                        (r.pos_query == nullptr || aligned16(r.pos_query));
+  return terms_ok && attention_half_supported(a.head_dim) && a.head_dim % 8 == 0 && aligned16(a.q) &&
+         aligned16(a.k) && aligned16(a.v) && a.ldq % 8 == 0 && a.ldk % 8 == 0 && a.ldv % 8 == 0 &&
+         r.ld_pos % 8 == 0 && r.tables != nullptr && aligned16(r.tables) && r.rel_index != nullptr;
+}
+
+void attention_half_relative_cuda(const HalfAttentionArgs& a, const RelativeScores& r, std::size_t max_seq_len,
+                                  cudaStream_t stream) {
+  check(a.q && a.k && a.v && a.out && a.seq_starts, "attention (relative): null operand");
+  check(a.heads == a.kv_heads && a.mask == MaskMode::kBidirectional && a.window == 0,
+        "attention (relative): bidirectional, unwindowed, one kv head per head only");
+  check(attention_half_relative_supports(a, r), "attention (relative): unsupported layout (head_dim ", a.head_dim,
+        ", strides ", a.ldq, " / ", a.ldk, " / ", a.ldv, ", ", r.ld_pos, ")");
+  check(r.table_rows > 0, "attention (relative): no table rows");
+  check(a.scale > 0.0f && std::isfinite(a.scale), "attention (relative): scale ", a.scale,
+        " must be positive and finite");
+  check(r.max_len >= 1 && r.m_lo >= 0 && r.m_count >= 1 && r.m_count <= 32767, "attention (relative): window [",
+        r.m_lo, ", +", r.m_count, ") or max_len ", r.max_len, " out of range");
+  const int terms = (r.pos_key != nullptr) + (r.pos_query != nullptr);
+  const std::size_t pitch = (static_cast<std::size_t>(r.m_count) + 7) / 8 * 8;
+  check(r.table_rows * pitch < (1u << 31), "attention (relative): tables of ", r.table_rows, " rows × ", pitch,
+        " columns too large");
+  // The heads go in passes of as many as the workspace holds tables for (all of them unless the
+  // batch is large: the executor caps the workspace, see disentangled_table_cap_floats).
+  const std::size_t per_head = static_cast<std::size_t>(terms) * r.table_rows * pitch;
+  check(per_head <= r.table_floats, "attention (relative): workspace of ", r.table_floats, " floats, ", per_head,
+        " needed for one head");
+  check(a.heads <= 65535 && a.num_seqs < (1u << 31) && (r.table_rows + kKeyTile - 1) / kKeyTile < (1u << 31),
+        "attention (relative): batch too large for one launch");
+  if (a.num_seqs == 0 || max_seq_len == 0) return;
+  const std::size_t per_pass = std::min(a.heads, r.table_floats / per_head);
+  for (std::size_t h0 = 0; h0 < a.heads; h0 += per_pass) {
+    // Heads h0 … h0 + n − 1 are a narrower attention over the same rows: every operand moves
+    // h0 heads to the right (16-byte aligned still, head_dim being a multiple of 8).
+    const std::size_t n = std::min(per_pass, a.heads - h0), shift = h0 * a.head_dim;
+    const auto moved = [&](const void* x) { return x == nullptr ? nullptr : static_cast<const uint16_t*>(x) + shift; };
+    HalfAttentionArgs part = a;
+    part.q = moved(a.q);
+    part.k = moved(a.k);
+    part.v = moved(a.v);
+    part.out = static_cast<uint16_t*>(a.out) + shift;
+    part.heads = part.kv_heads = n;
+    RelativeScores rp = r;
+    rp.pos_key = moved(r.pos_key);
+    rp.pos_query = moved(r.pos_query);
+    relative_pass(part, rp, pitch, max_seq_len, stream);
+  }
+}
+
+namespace {
+
+void relative_pass(const HalfAttentionArgs& a, const RelativeScores& r, std::size_t pitch, std::size_t max_seq_len,
+                   cudaStream_t stream) {
+  const int terms = (r.pos_key != nullptr) + (r.pos_query != nullptr);
+  Params p = params_of(a, -1, false);
+  const std::size_t head_stride = r.table_rows * pitch;
+  float* c2p = r.tables;
+  float* p2c = r.pos_key != nullptr ? r.tables + a.heads * head_stride : r.tables;
+  p.c2p = r.pos_key != nullptr ? c2p : nullptr;
+  p.p2c = r.pos_query != nullptr ? p2c : nullptr;
+  p.rel_head_stride = head_stride;
+  p.rel_pitch = static_cast<int>(pitch);
+  p.rel_index = r.rel_index;
+  p.rel_center = r.max_len - 1;
+  p.m_lo = r.m_lo;
+  p.m_count = r.m_count;
+
+  TableParams tp{};
+  int t = 0;
+  const std::size_t off = static_cast<std::size_t>(r.m_lo) * r.ld_pos;
+  if (r.pos_key != nullptr) {
+    tp.x[t] = static_cast<const uint16_t*>(a.q);
+    tp.ldx[t] = a.ldq;
+    tp.pos[t] = static_cast<const uint16_t*>(r.pos_key) + off;
+    tp.out[t++] = c2p;
+  }
+  if (r.pos_query != nullptr) {
+    tp.x[t] = static_cast<const uint16_t*>(a.k);
+    tp.ldx[t] = a.ldk;
+    tp.pos[t] = static_cast<const uint16_t*>(r.pos_query) + off;
+    tp.out[t++] = p2c;
+  }
+  tp.ld_pos = r.ld_pos;
+  tp.head_stride = head_stride;
+  tp.pitch = static_cast<int>(pitch);
+  tp.m_count = r.m_count;
+  tp.head_dim = static_cast<int>(a.head_dim);
+  tp.seq_starts = a.seq_starts;
+  tp.num_seqs = static_cast<int>(a.num_seqs);
+  if (a.type == HalfType::kF16)
+    return launch_relative<__half>(p, tp, terms, a.num_seqs, max_seq_len, a.heads, r.table_rows, stream);
+  launch_relative<__nv_bfloat16>(p, tp, terms, a.num_seqs, max_seq_len, a.heads, r.table_rows, stream);
+}
+
 }  // namespace
 
 void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream,
@@ -509,24 +801,7 @@ void attention_half_cuda_tuned(const HalfAttentionArgs& a, std::size_t max_seq_l
   // arithmetic (i + half_window + 1) far from overflow.
   const int half_window =
       a.window == 0 || a.window / 2 >= max_seq_len ? -1 : static_cast<int>(a.window / 2);
-  const Params p{static_cast<const uint16_t*>(a.q),
-                 a.ldq,
-                 static_cast<const uint16_t*>(a.k),
-                 a.ldk,
-                 static_cast<const uint16_t*>(a.v),
-                 a.ldv,
-                 static_cast<uint16_t*>(a.out),
-                 a.ldo,
-                 a.seq_starts,
-                 static_cast<int>(a.heads / a.kv_heads),
-                 static_cast<int>(a.head_dim),
-                 a.scale * kLog2e,
-                 a.mask == MaskMode::kCausal,
-                 half_window,
-                 reinterpret_cast<std::uintptr_t>(a.out) % 4 == 0 && a.ldo % 2 == 0 && a.head_dim % 2 == 0,
-                 static_cast<int>(a.heads),
-                 0,  // row_tiles: set by launch_one, which knows the rows per block
-                 tuning.seq_major_grid};
+  const Params p = params_of(a, half_window, tuning.seq_major_grid);
   // cp.async moves 16-byte chunks: every row start of every head must be 16-byte aligned.
   const bool vec = aligned16(a.q) && aligned16(a.k) && aligned16(a.v) && a.ldq % 8 == 0 && a.ldk % 8 == 0 &&
                    a.ldv % 8 == 0 && a.head_dim % 8 == 0;

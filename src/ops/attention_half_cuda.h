@@ -54,6 +54,31 @@ inline bool attention_half_supported(std::size_t head_dim) {
 // Throws il::Error on unsupported arguments (see attention_half_supported) or a launch failure.
 void attention_half_cuda(const HalfAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);
 
+// DeBERTa's relative score terms (ops/disentangled_attention.h) on tensor cores. First one launch
+// fills, per head, the f32 tables c2p[row][m − m_lo] = q_row·pos_key[m] and p2c[row][m − m_lo] =
+// k_row·pos_query[m] for the token rows below seq_starts[num_seqs] and the window's columns (mma
+// over the element-type operands, f32 accumulators stored as they are). Then the mma.sync flash
+// kernel starts every score tile at c2p[i][m] + p2c[j][m], m = rel_index[i − j + max_len − 1] −
+// m_lo, and accumulates q·k on top, so the scale multiplies the three terms together as the CPU
+// op does. Bidirectional, no window, no GQA. Memory stays O(tile) per block plus the tables
+// (never an n×n matrix).
+struct RelativeScores {
+  const void* pos_key = nullptr;    // [2·span, ld_pos] in the attention's type, or null (no c2p)
+  const void* pos_query = nullptr;  // the same for p2c
+  std::size_t ld_pos = 0;
+  const float* rel_index = nullptr;  // [2·max_len − 1] f32 (exact integers), on the device
+  int max_len = 0;
+  int m_lo = 0, m_count = 0;  // the window of table columns the batch reads
+  float* tables = nullptr;    // workspace [terms][heads][table_rows][pitch], pitch = m_count rounded up to 8
+  std::size_t table_floats = 0, table_rows = 0;
+};
+// Whether the tensor-core form takes these arguments (else the caller runs the CUDA-core kernel):
+// 16-byte aligned q / k / v / tables with strides and head_dim multiples of 8, as the cp.async
+// path wants.
+bool attention_half_relative_supports(const HalfAttentionArgs& a, const RelativeScores& r);
+void attention_half_relative_cuda(const HalfAttentionArgs& a, const RelativeScores& r, std::size_t max_seq_len,
+                                  cudaStream_t stream);
+
 // For benchmarks and tuning only: the same kernels with their choices forced. 0 / false
 // keep what attention_half_cuda uses. m_tiles, stages and pair_exp are honoured for head_dim
 // ≤ 64 on the fast path (elsewhere the defaults apply); seq_major_grid everywhere.

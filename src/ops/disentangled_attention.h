@@ -35,7 +35,33 @@ struct DisentangledAttentionArgs {
   const float* rel_index = nullptr;  // [2·max_len − 1]: m for i − j = −(max_len − 1) .. max_len − 1
   std::size_t max_len = 0;           // no sequence may be longer
   float scale = 1.0f;                // 1 / sqrt(head_dim · (1 + number of position terms))
+  int buckets = 0, max_rel = 0;      // the parameters rel_index was made with (deberta_rel_index)
+
+  // The tensor-core form on CUDA (f16 / bf16 only; the CPU ignores these). With `tables` given,
+  // two small products first fill per-head tables c2p[row][m − m_lo] = q_row·pos_key[m] and
+  // p2c[row][m − m_lo] = k_row·pos_query[m] over the columns m the batch's distances reach, and
+  // the flash kernel starts each score tile from the values it gathers there. Null `tables`: the
+  // CUDA-core kernel, which computes the terms per (query, key) pair.
+  ConstTensorView pos_key_t, pos_query_t;  // the same tables in out's element type (null: absent)
+  float* tables = nullptr;                 // workspace, f32
+  std::size_t table_floats = 0;            // its capacity (disentangled_table_floats)
+  std::size_t table_rows = 0;              // ≥ seq_starts[num_seqs]: the rows q and k may be read at
 };
+
+// The columns [m_lo, m_lo + count) of the relative tables that distances of sequences of up to
+// longest tokens reach: the table rows for −(L − 1) … L − 1 with L = min(longest, max_len), an
+// interval because the bucketed index never decreases with the distance.
+struct RelWindow {
+  int m_lo = 0, count = 0;
+};
+RelWindow deberta_rel_window(std::size_t longest, const DisentangledAttentionArgs& a);
+// Floats of the tensor-core form's workspace for `rows` token rows, whatever the batch's window.
+std::size_t disentangled_table_floats(std::size_t rows, std::size_t heads, std::size_t span, int terms);
+// What an executor allocates: the tables of every head, capped at kDisentangledTableCapBytes
+// (but never below one head's), so a large batch runs the heads in passes instead of holding
+// 48 KiB a token (deberta-v3-base: 1.5 GiB at 32,768 tokens).
+inline constexpr std::size_t kDisentangledTableCapBytes = std::size_t{256} << 20;
+std::size_t disentangled_table_cap_floats(std::size_t rows, std::size_t heads, std::size_t span, int terms);
 
 // The relative-table row for distance d = i − j (transformers' make_log_bucket_position, then the
 // clamp into [0, 2·span)): |d| up to buckets / 2 is kept, farther distances go to

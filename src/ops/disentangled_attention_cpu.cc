@@ -36,6 +36,25 @@ std::vector<float> deberta_rel_index_table(std::size_t max_len, int span, int bu
   return t;
 }
 
+RelWindow deberta_rel_window(std::size_t longest, const DisentangledAttentionArgs& a) {
+  const int span = static_cast<int>(a.span);
+  const int L = static_cast<int>(std::clamp<std::size_t>(longest, 1, std::max<std::size_t>(a.max_len, 1)));
+  const int lo = deberta_rel_index(-(L - 1), span, a.buckets, a.max_rel);
+  const int hi = deberta_rel_index(L - 1, span, a.buckets, a.max_rel);
+  return {lo, hi - lo + 1};
+}
+
+std::size_t disentangled_table_floats(std::size_t rows, std::size_t heads, std::size_t span, int terms) {
+  const std::size_t pitch = (2 * span + 7) / 8 * 8;  // the widest window, rounded as the op rounds it
+  return static_cast<std::size_t>(terms) * heads * rows * pitch;
+}
+
+std::size_t disentangled_table_cap_floats(std::size_t rows, std::size_t heads, std::size_t span, int terms) {
+  const std::size_t one_head = disentangled_table_floats(rows, 1, span, terms);
+  const std::size_t cap = std::max(kDisentangledTableCapBytes / sizeof(float), one_head);
+  return std::min(disentangled_table_floats(rows, heads, span, terms), cap);
+}
+
 void check_disentangled_attention_shape(const DisentangledAttentionArgs& a, const char* what) {
   check(a.q.data && a.k.data && a.v.data && a.out.data && a.seq_starts && a.rel_index, what, ": null operand");
   check(a.heads > 0 && a.head_dim > 0, what, ": no heads");

@@ -1,5 +1,9 @@
-// DeBERTa's disentangled attention (ops/disentangled_attention.h) on the GPU: a flash-style kernel
-// whose score bias is computed in the tile from the relative tables, never as an n×n matrix.
+// DeBERTa's disentangled attention (ops/disentangled_attention.h) on the GPU, in two forms.
+//
+// f16 / bf16 with a tables workspace: the tensor-core form (ops/attention_half_cuda.h,
+// RelativeScores): two small products fill per-head c2p / p2c tables over the window of columns
+// the batch's distances reach, and the mma.sync flash kernel starts each score tile from the
+// values it gathers there. The rest of this file is the CUDA-core form (f32, or no workspace):
 //
 // One block per (sequence, head, kRows query rows); one warp per query row. The block stages a
 // tile of 32 keys and values in shared memory (f32); lane j of a warp scores key j of the tile
@@ -17,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/attention_half_cuda.h"
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
 #include "ops/launch_cuda.cuh"
@@ -177,6 +182,46 @@ void disentangled_attention_cuda(const DisentangledAttentionArgs& a, std::size_t
   check(a.num_seqs < (1u << 31) && a.heads < 65536 && (max_seq_len + kRows - 1) / kRows < 65536,
         "disentangled attention (CUDA): grid too large");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
+  if (a.tables != nullptr && a.out.dtype != DType::kF32 && (a.pos_key != nullptr || a.pos_query != nullptr)) {
+    // The tensor-core form, where its layout conditions hold (any real model's fused QKV does).
+    check((a.pos_key == nullptr || a.pos_key_t.data != nullptr) && (a.pos_query == nullptr || a.pos_query_t.data != nullptr),
+          "disentangled attention (CUDA): the tensor-core form needs the relative tables in ",
+          dtype_name(a.out.dtype));
+    check(a.q.dtype == a.out.dtype && a.k.dtype == a.out.dtype && a.v.dtype == a.out.dtype &&
+              (a.pos_key == nullptr || a.pos_key_t.dtype == a.out.dtype) &&
+              (a.pos_query == nullptr || a.pos_query_t.dtype == a.out.dtype),
+          "disentangled attention (CUDA): operands of mixed element types");
+    HalfAttentionArgs h;
+    h.q = a.q.data;
+    h.ldq = a.q.ld;
+    h.k = a.k.data;
+    h.ldk = a.k.ld;
+    h.v = a.v.data;
+    h.ldv = a.v.ld;
+    h.out = a.out.data;
+    h.ldo = a.out.ld;
+    h.seq_starts = a.seq_starts;
+    h.num_seqs = a.num_seqs;
+    h.heads = h.kv_heads = a.heads;
+    h.head_dim = a.head_dim;
+    h.scale = a.scale;
+    h.type = a.out.dtype == DType::kF16 ? HalfType::kF16 : HalfType::kBF16;
+    RelativeScores r;
+    r.pos_key = a.pos_key != nullptr ? a.pos_key_t.data : nullptr;
+    r.pos_query = a.pos_query != nullptr ? a.pos_query_t.data : nullptr;
+    r.ld_pos = a.pos_key != nullptr ? a.pos_key_t.ld : a.pos_query_t.ld;
+    check(a.pos_key == nullptr || a.pos_query == nullptr || a.pos_key_t.ld == a.pos_query_t.ld,
+          "disentangled attention (CUDA): relative tables of different strides");
+    r.rel_index = a.rel_index;
+    r.max_len = static_cast<int>(a.max_len);
+    const RelWindow w = deberta_rel_window(max_seq_len, a);
+    r.m_lo = w.m_lo;
+    r.m_count = w.count;
+    r.tables = a.tables;
+    r.table_floats = a.table_floats;
+    r.table_rows = a.table_rows;
+    if (attention_half_relative_supports(h, r)) return attention_half_relative_cuda(h, r, max_seq_len, stream);
+  }
   elem::dispatch(a.out.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (a.head_dim <= 32) return launch<T, 32>(a, max_seq_len, stream);

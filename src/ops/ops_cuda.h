@@ -131,10 +131,12 @@ void bias_activation_cuda(const BiasActivationArgs& a, cudaStream_t stream);
 // launches enqueued behind it start back to back: the profiler's way to time device work alone.
 void hold_stream_cuda(double microseconds, cudaStream_t stream);
 
-// DeBERTa's disentangled attention (ops/disentangled_attention.h): its own kernel, which no other
-// attention kernel stands in for (they have no relative terms) and which runs nothing else. q, k,
-// v and out of one element type; pos_key, pos_query and rel_index f32. Grids sized by max_seq_len
-// (at least the longest sequence); empty (padding) sequences are skipped on the device.
+// DeBERTa's disentangled attention (ops/disentangled_attention.h). q, k, v and out of one element
+// type; pos_key, pos_query and rel_index f32. Grids sized by max_seq_len (at least the longest
+// sequence); empty (padding) sequences are skipped on the device. In f16 / bf16 with a.tables
+// (≥ disentangled_table_floats(a.table_rows, …) floats) and the tables in the element type
+// (pos_key_t / pos_query_t), the tensor-core form runs where its layout conditions hold; otherwise
+// the CUDA-core kernel, which computes the relative terms per (query, key) pair.
 inline constexpr std::size_t kDisentangledMaxHeadDim = 128;
 bool disentangled_attention_cuda_supports(const DisentangledAttentionArgs& a);
 void disentangled_attention_cuda(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);

@@ -60,9 +60,12 @@ Operands operands(const StepOp& op) {
                  [&](const DisentangledAttentionStep& s) {
                    o.reads = {s.q, s.k, s.v};
                    o.writes = {s.out};
-                   // f32 in every mode, like norm weights: read whole by the kernel, never a GEMM operand.
+                   // f32 in every mode, like norm weights (the CPU op and the CUDA-core kernel), and
+                   // in the activations' type for the tensor-core form's table products.
                    weight(s.pos_key, WeightRole::kNorm, s.q);
                    weight(s.pos_query, WeightRole::kNorm, s.q);
+                   weight(s.pos_key, WeightRole::kOperand, s.q);
+                   weight(s.pos_query, WeightRole::kOperand, s.q);
                    weight(s.rel_index, WeightRole::kNorm, s.q);
                  },
                  [&](const ShortConvStep& s) {

@@ -16,6 +16,7 @@ enum class WeightRole {
   kNorm,       // norm scale / shift: f32 in every precision mode
   kGemmTransposed,  // [in, out] matrix of a GEMM (GemmStep::transpose_w); stored like kGemm
   kExperts,    // [experts, out, in]: one [out, in] GEMM matrix per expert; stored like kGemm
+  kOperand,    // a matrix a device kernel multiplies itself: stored like the activations it meets, never packed
 };
 
 struct WeightUse {

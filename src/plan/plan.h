@@ -216,6 +216,7 @@ struct DisentangledAttentionStep {
   std::size_t heads = 0, head_dim = 0;
   WeightId pos_key = kNoWeight, pos_query = kNoWeight, rel_index = kNoWeight;
   std::size_t span = 0, max_len = 0;
+  int position_buckets = 0, max_relative = 0;  // what rel_index was made with (its column window)
   float scale = 1.0f;
   View out;
 };

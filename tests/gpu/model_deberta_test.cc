@@ -9,10 +9,14 @@
 //   result; scores within 0.01 (f16) / 0.04 (bf16) of max(1, |s|), the BERT cross-encoders'
 //   tolerances; alone vs in one ragged batch, cosine ≥ 0.9999 (embeddings) or the same score
 //   tolerances, as model_half_parity_test holds BERT.
+// Half modes run the tensor-core form of the disentangled attention (c2p / p2c tables gathered
+// into the flash kernel's score tiles); the CudaCoreForm instantiation holds the CUDA-core kernel
+// (IL_DISENTANGLED_TC=0) to the same gates.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -49,7 +53,7 @@ double cosine(const float* a, const float* b, std::size_t n) {
   return ab / std::sqrt(aa * bb);
 }
 
-using Param = std::tuple<std::string, std::string>;  // fixture, dtype
+using Param = std::tuple<std::string, std::string, bool>;  // fixture, dtype, CUDA-core form
 
 class GpuDebertaTest : public ::testing::TestWithParam<Param> {
  protected:
@@ -57,7 +61,10 @@ class GpuDebertaTest : public ::testing::TestWithParam<Param> {
     IL_REQUIRE_GPU();
     fixture_ = load_fixture(std::get<0>(GetParam()));
     dtype_ = std::get<1>(GetParam());
+    // The executor reads the switch when it is built.
+    if (std::get<2>(GetParam())) setenv("IL_DISENTANGLED_TC", "0", 1);
     engine_ = Engine::load(fixture_.dir, options(dtype_));
+    unsetenv("IL_DISENTANGLED_TC");
   }
   bool embedding() const { return fixture_.kind == "embedding"; }
   Matrix run(Engine& e, const std::vector<TokenInput>& inputs) {
@@ -158,7 +165,13 @@ TEST_P(GpuDebertaTest, ABatchGivesEachInputsResultAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuDebertaTest,
                          ::testing::Combine(::testing::Values("deberta-embed", "deberta-ce", "deberta-v2-ce", "deberta-v2-conv-ce"),
-                                            ::testing::Values("f32", "f16", "bf16")),
+                                            ::testing::Values("f32", "f16", "bf16"), ::testing::Values(false)),
+                         [](const auto& info) {
+                           return fixture_test_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+                         });
+INSTANTIATE_TEST_SUITE_P(CudaCoreForm, GpuDebertaTest,
+                         ::testing::Combine(::testing::Values("deberta-embed", "deberta-v2-ce"),
+                                            ::testing::Values("f16", "bf16"), ::testing::Values(true)),
                          [](const auto& info) {
                            return fixture_test_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
                          });

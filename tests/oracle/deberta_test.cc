@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -261,6 +262,32 @@ TEST(DebertaRelativeRows, V3BaseTableIsOddAndStable) {
       EXPECT_EQ(m, std::clamp((d < 0 ? -b : b) + 256, 0, 511)) << d;
     } else {
       EXPECT_EQ(m, d + 256);
+    }
+  }
+}
+
+// The CUDA tensor-core form's column window covers every distance the batch can reach.
+TEST(DisentangledWindow, CoversEveryDistanceOfTheLongestSequence) {
+  for (const auto& [span, buckets, max_rel] : {std::tuple{256, 256, 512}, std::tuple{16, 16, 64}, std::tuple{12, -1, 12}}) {
+    const std::size_t max_len = 600;
+    const std::vector<float> rel = ops::deberta_rel_index_table(max_len, span, buckets, max_rel);
+    ops::DisentangledAttentionArgs a;
+    a.span = static_cast<std::size_t>(span);
+    a.max_len = max_len;
+    a.buckets = buckets;
+    a.max_rel = max_rel;
+    for (std::size_t L : {std::size_t{1}, std::size_t{2}, std::size_t{16}, std::size_t{129}, std::size_t{256},
+                          std::size_t{257}, std::size_t{599}, std::size_t{600}, std::size_t{4000}}) {
+      const ops::RelWindow win = ops::deberta_rel_window(L, a);
+      const int n = static_cast<int>(std::min(L, max_len));
+      int lo = 1 << 30, hi = -1;
+      for (int d = -(n - 1); d <= n - 1; ++d) {
+        const int m = static_cast<int>(rel[static_cast<std::size_t>(d + static_cast<int>(max_len) - 1)]);
+        lo = std::min(lo, m);
+        hi = std::max(hi, m);
+      }
+      EXPECT_EQ(win.m_lo, lo) << "span " << span << " L " << L;
+      EXPECT_EQ(win.m_lo + win.count - 1, hi) << "span " << span << " L " << L;
     }
   }
 }

@@ -126,6 +126,16 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.rel_index = norm_weight(op.rel_index);
             a.max_len = op.max_len;
             a.scale = op.scale;
+            a.buckets = op.position_buckets;
+            a.max_rel = op.max_relative;
+            if (disentangled_tables_.get() != nullptr) {  // the tensor-core form (f16 / bf16)
+              const DType t = type_of(op.q);
+              if (op.pos_key != plan::kNoWeight) a.pos_key_t = weight(op.pos_key, t);
+              if (op.pos_query != plan::kNoWeight) a.pos_query_t = weight(op.pos_query, t);
+              a.tables = reinterpret_cast<float*>(disentangled_tables_.get());
+              a.table_floats = disentangled_tables_.bytes() / sizeof(float);
+              a.table_rows = num_tokens_;
+            }
             ops::disentangled_attention_cuda(a, max_seq_len_, stream_);
           },
           [&](const plan::ShortConvStep& op) {

@@ -83,7 +83,7 @@ std::string CudaExecutor::compute_dtype() const {
 
 std::size_t CudaExecutor::device_bytes() const {
   return (first_lane_ ? weights_->arena.bytes() : 0) + buffer_arena_.bytes() + batch_arena_.bytes() +
-         gemm_->workspace_bytes();
+         gemm_->workspace_bytes() + moe_workspace_.bytes() + disentangled_tables_.bytes();
 }
 
 // Activations in the serving precision; kF32 buffers (by default the sequence rows: pooled
@@ -210,6 +210,18 @@ void CudaExecutor::allocate(const plan::Plan& plan, plan::Plan* upload) {
                                                                  m->top_k, m->inner, elem_size(type_of(m->x))));
   if (moe_bytes > 0) moe_workspace_ = DeviceMemory(moe_bytes);
 
+  // DeBERTa's relative tables, once, for the largest disentangled step at max_tokens rows.
+  const char* tc = std::getenv("IL_DISENTANGLED_TC");
+  const bool tables_on = compute_ != DType::kF32 && !(tc != nullptr && std::string(tc) == "0");
+  std::size_t table_floats = 0;
+  for (const std::string& name : plan.program_names())
+    for (const plan::Step& step : plan.program(name))
+      if (const auto* d = std::get_if<plan::DisentangledAttentionStep>(&step.op); d != nullptr && tables_on)
+        table_floats = std::max(table_floats, ops::disentangled_table_cap_floats(
+                                                  max_tokens_, d->heads, d->span,
+                                                  (d->pos_key != plan::kNoWeight) + (d->pos_query != plan::kNoWeight)));
+  if (table_floats > 0) disentangled_tables_ = DeviceMemory(table_floats * sizeof(float));
+
   // Row gathers: the batch's indices, max_tokens rows of at most kMaxGatherTaps.
   for (const std::string& name : plan.program_names())
     for (const plan::Step& step : plan.program(name))
@@ -251,7 +263,8 @@ std::shared_ptr<const CudaExecutor::DeviceWeights> CudaExecutor::upload_weights(
           case plan::WeightRole::kGemmBias:
           case plan::WeightRole::kTable:
           case plan::WeightRole::kGemmTransposed:
-          case plan::WeightRole::kExperts: t = type_of(use.meets); break;
+          case plan::WeightRole::kExperts:
+          case plan::WeightRole::kOperand: t = type_of(use.meets); break;
           case plan::WeightRole::kNorm: t = DType::kF32; break;
         }
         need.at(static_cast<std::size_t>(use.id))[slot(t)] = true;
