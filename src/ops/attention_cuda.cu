@@ -94,6 +94,7 @@ struct AttnParams {
   bool vec;         // head_dim, strides and bases allow 4-element vectors
   const int32_t* key_limits;  // [num_seqs] or null: rows read only a sequence's first keys
   const int32_t* causal_prefix;  // [num_seqs] or null: under causal, every row also sees these keys
+  RelativeBiasF32 rel;           // kRel only: DeBERTa's relative tables
 };
 
 // key_range (ops/attention_mask_cuda.cuh) with a causal prefix, in the CPU op's order
@@ -199,7 +200,36 @@ __device__ __forceinline__ void stage_keys(float* dst, int stride, const T* base
   }
 }
 
-template <int D, typename T>
+// DeBERTa's relative bias of the thread's scores (kRel), in the scores' base-2 scale:
+// s[i][j] = qscale · (c2p[row_i][m] + p2c[key_j][m]), m the table column of row_i − key_j
+// (ops/ops_cuda.h, RelativeBiasF32). The thread's distances are base + i − 16 j, all distinct,
+// so each score reads its own column. Rows and keys past the sequence read its last row.
+template <int R, int KJ, typename T>
+__device__ __forceinline__ void relative_bias_f32(const AttnParams<T>& p, float (&s)[R][KJ], int head, int start,
+                                                  int len, int row0, int kt, int ty, int tx) {
+  const RelativeBiasF32& r = p.rel;
+  const std::size_t off = static_cast<std::size_t>(head) * r.head_stride;
+  const float* c2p = r.c2p != nullptr ? r.c2p + off : nullptr;
+  const float* p2c = r.p2c != nullptr ? r.p2c + off : nullptr;
+  const int center = r.max_len - 1, end = start + len - 1;
+  const int base = row0 + ty * R - kt - tx + center;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int row = min(start + row0 + ty * R + i, end);
+#pragma unroll
+    for (int j = 0; j < KJ; ++j) {
+      const int key = min(start + kt + tx + kLanes * j, end);
+      const int idx = min(max(base + i - kLanes * j, 0), 2 * center);
+      const int m = min(max(static_cast<int>(__ldg(r.rel_index + idx)) - r.m_lo, 0), r.m_count - 1);
+      float b = 0.0f;
+      if (c2p != nullptr) b = __ldg(c2p + static_cast<std::size_t>(row) * r.pitch + m);
+      if (p2c != nullptr) b += __ldg(p2c + static_cast<std::size_t>(key) * r.pitch + m);
+      s[i][j] = b * p.qscale;
+    }
+  }
+}
+
+template <int D, typename T, bool kRel = false>
 __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kernel(AttnParams<T> p) {
   using C = Tile<D>;
   constexpr int R = C::kRows, BR = C::kBlockRows, BC = C::kKeys, KJ = C::kKeysPerThread;
@@ -284,10 +314,14 @@ __global__ void __launch_bounds__(kThreads, Tile<D>::kMinBlocks) attention_kerne
     if (active) {
       // S = Q·Kᵀ for the thread's R rows × KJ keys, summed over d in order.
       float s[R][KJ];
+      if constexpr (kRel) {
+        relative_bias_f32<R, KJ>(p, s, head, start, len, row0, kt, ty, tx);  // q·k accumulates on top
+      } else {
 #pragma unroll
-      for (int i = 0; i < R; ++i)
+        for (int i = 0; i < R; ++i)
 #pragma unroll
-        for (int j = 0; j < KJ; ++j) s[i][j] = 0.0f;
+          for (int j = 0; j < KJ; ++j) s[i][j] = 0.0f;
+      }
       const float* kp = ks + tx * KS;
       const float* qp = qt + ty * R;
 #pragma unroll 4
@@ -427,7 +461,7 @@ bool aligned4(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % (4 * sizeof(T)) == 0;
 }
 
-template <int D, typename T>
+template <int D, typename T, bool kRel = false>
 void launch(const AttnParams<T>& p, std::size_t num_seqs, std::size_t max_len, std::size_t heads,
             cudaStream_t stream) {
   constexpr std::size_t kBytes = Tile<D>::kSmemFloats * sizeof(float);
@@ -435,15 +469,65 @@ void launch(const AttnParams<T>& p, std::size_t num_seqs, std::size_t max_len, s
   check((max_len + kBlockRows - 1) / kBlockRows <= 65535, "attention: sequence of ", max_len,
         " tokens too long for one launch");
   // Above 48 KiB a kernel must opt in; the attribute is per function and cheap to set again.
-  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  IL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<D, T, kRel>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(kBytes)));
   const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>((max_len + kBlockRows - 1) / kBlockRows),
                   static_cast<unsigned>(heads));
-  attention_kernel<D, T><<<grid, kThreads, kBytes, stream>>>(p);
+  attention_kernel<D, T, kRel><<<grid, kThreads, kBytes, stream>>>(p);
   IL_CUDA_CHECK_LAUNCH();
 }
 
+template <typename T>
+AttnParams<T> params_of(const AttentionCudaArgs& a, bool vec) {
+  AttnParams<T> p{};
+  p.q = static_cast<const T*>(a.q);
+  p.ldq = a.ldq;
+  p.k = static_cast<const T*>(a.k);
+  p.ldk = a.ldk;
+  p.v = static_cast<const T*>(a.v);
+  p.ldv = a.ldv;
+  p.out = static_cast<T*>(a.out);
+  p.ldo = a.ldo;
+  p.seq_starts = a.seq_starts;
+  p.group = static_cast<int>(a.heads / a.kv_heads);
+  p.head_dim = static_cast<int>(a.head_dim);
+  p.qscale = a.scale * kLog2e;
+  p.causal = a.mask == MaskMode::kCausal;
+  p.half_window = a.window > 0 ? static_cast<int>(a.window / 2) : -1;
+  p.vec = vec;
+  p.key_limits = a.key_limits;
+  p.causal_prefix = a.causal_prefix;
+  return p;
+}
+
+// 4-element vectors (16 bytes in f32, 8 in f16 / bf16) need every row of every head to start on
+// such a boundary: aligned bases, and strides and head_dim in whole vectors.
+template <typename T>
+bool vectors_fit(const AttentionCudaArgs& a) {
+  return a.head_dim % 4 == 0 && a.ldq % 4 == 0 && a.ldk % 4 == 0 && a.ldv % 4 == 0 && a.ldo % 4 == 0 &&
+         aligned4<T>(a.q) && aligned4<T>(a.k) && aligned4<T>(a.v) && aligned4<T>(a.out);
+}
+
 }  // namespace
+
+void attention_relative_f32_cuda(const AttentionCudaArgs& a, const RelativeBiasF32& r, cudaStream_t stream) {
+  const std::size_t max_seq_len = a.max_seq_len;
+  check(a.type == DType::kF32 && a.heads == a.kv_heads && a.mask == MaskMode::kBidirectional && a.window == 0 &&
+            a.key_limits == nullptr && a.causal_prefix == nullptr && a.queries == AttentionQueries::kAll,
+        "attention (relative, f32): f32, bidirectional, unwindowed, one kv head per head only");
+  check(a.head_dim >= 1 && a.head_dim <= 128, "attention (relative, f32): head_dim ", a.head_dim, " outside 1..128");
+  check(r.rel_index != nullptr && (r.c2p != nullptr || r.p2c != nullptr) && r.pitch > 0 && r.max_len >= 1 &&
+            r.m_count >= 1 && r.m_count <= r.pitch,
+        "attention (relative, f32): bad relative tables");
+  check(a.heads <= 65535 && a.num_seqs < (1u << 31) && max_seq_len < (1u << 30),
+        "attention (relative, f32): batch too large for one launch");
+  if (a.num_seqs == 0 || max_seq_len == 0) return;
+  AttnParams<float> p = params_of<float>(a, vectors_fit<float>(a));
+  p.rel = r;
+  if (a.head_dim <= 32) return launch<32, float, true>(p, a.num_seqs, max_seq_len, a.heads, stream);
+  if (a.head_dim <= 64) return launch<64, float, true>(p, a.num_seqs, max_seq_len, a.heads, stream);
+  launch<128, float, true>(p, a.num_seqs, max_seq_len, a.heads, stream);
+}
 
 void attention_cuda(const AttentionCudaArgs& a, cudaStream_t stream) {
   const std::size_t max_seq_len = a.max_seq_len;
@@ -454,16 +538,8 @@ void attention_cuda(const AttentionCudaArgs& a, cudaStream_t stream) {
   if (a.num_seqs == 0 || max_seq_len == 0) return;
   elem::dispatch(a.type, [&](auto tag) {
     using T = decltype(tag);
-    // 4-element vectors (16 bytes in f32, 8 in f16 / bf16) need every row of every head to start
-    // on such a boundary: aligned bases, and strides and head_dim in whole vectors.
-    const bool vec = a.head_dim % 4 == 0 && a.ldq % 4 == 0 && a.ldk % 4 == 0 && a.ldv % 4 == 0 &&
-                     a.ldo % 4 == 0 && aligned4<T>(a.q) && aligned4<T>(a.k) && aligned4<T>(a.v) &&
-                     aligned4<T>(a.out);
-    const AttnParams<T> p{static_cast<const T*>(a.q), a.ldq, static_cast<const T*>(a.k), a.ldk,
-                          static_cast<const T*>(a.v), a.ldv, static_cast<T*>(a.out), a.ldo, a.seq_starts,
-                          static_cast<int>(a.heads / a.kv_heads), static_cast<int>(a.head_dim), a.scale * kLog2e,
-                          a.mask == MaskMode::kCausal, a.window > 0 ? static_cast<int>(a.window / 2) : -1, vec,
-                          a.key_limits, a.causal_prefix};
+    const bool vec = vectors_fit<T>(a);
+    const AttnParams<T> p = params_of<T>(a, vec);
     if (a.head_dim <= 32) return launch<32>(p, a.num_seqs, max_seq_len, a.heads, stream);
     if (a.head_dim <= 64) return launch<64>(p, a.num_seqs, max_seq_len, a.heads, stream);
     if (a.head_dim <= 128) return launch<128>(p, a.num_seqs, max_seq_len, a.heads, stream);

@@ -37,12 +37,14 @@ struct DisentangledAttentionArgs {
   float scale = 1.0f;                // 1 / sqrt(head_dim · (1 + number of position terms))
   int buckets = 0, max_rel = 0;      // the parameters rel_index was made with (deberta_rel_index)
 
-  // The tensor-core form on CUDA (f16 / bf16 only; the CPU ignores these). With `tables` given,
-  // two small products first fill per-head tables c2p[row][m − m_lo] = q_row·pos_key[m] and
-  // p2c[row][m − m_lo] = k_row·pos_query[m] over the columns m the batch's distances reach, and
-  // the flash kernel starts each score tile from the values it gathers there. Null `tables`: the
-  // CUDA-core kernel, which computes the terms per (query, key) pair.
-  ConstTensorView pos_key_t, pos_query_t;  // the same tables in out's element type (null: absent)
+  // The table form on CUDA (the CPU ignores these). With `tables` given, two small products first
+  // fill per-head tables c2p[row][m − m_lo] = q_row·pos_key[m] and p2c[row][m − m_lo] =
+  // k_row·pos_query[m] over the columns m the batch's distances reach, and a flash kernel starts
+  // each score tile from the values it gathers there: tensor cores in f16 / bf16 (the products
+  // over pos_key_t / pos_query_t), the f32 flash kernel in f32 (FMA products over pos_key /
+  // pos_query). Null `tables`: the per-pair kernel, which computes the terms for each
+  // (query, key) pair.
+  ConstTensorView pos_key_t, pos_query_t;  // f16 / bf16: the same tables in out's element type
   float* tables = nullptr;                 // workspace, f32
   std::size_t table_floats = 0;            // its capacity (disentangled_table_floats)
   std::size_t table_rows = 0;              // ≥ seq_starts[num_seqs]: the rows q and k may be read at

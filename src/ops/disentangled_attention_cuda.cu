@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "ops/attention_half_cuda.h"
 #include "ops/check_cuda.h"
@@ -168,6 +169,155 @@ void launch(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStr
   pdl::launch(disentangled_kernel<T, HD>, grid, dim3(kRows * 32), 0, stream, p);
 }
 
+// The f32 form's tables: block (64 token rows, 64 window columns, head · terms + term), 256
+// threads as 16 × 16, each a 4 × 4 output tile; the head's slices of x (q or k) and of the
+// relative table stream through shared memory 32 dimensions at a time, transposed ([d][row]),
+// so a thread's step reads two float4 for sixteen FMAs. Plain f32 FMAs in order of d, as the
+// parity class wants (no TF32).
+constexpr int kTableTile = 64, kTableDepth = 32, kTableThreads = 256;
+
+struct TablesF32 {
+  const float* x[2];  // per term: q or k, head 0
+  std::size_t ldx[2];
+  const float* pos[2];  // per term: pos_key or pos_query, row m_lo, head 0
+  std::size_t ld_pos;
+  float* out[2];
+  std::size_t head_stride;
+  int pitch, m_count, head_dim, heads;
+  const int32_t* seq_starts;
+  int num_seqs;
+};
+
+__global__ void __launch_bounds__(kTableThreads) relative_tables_f32_kernel(TablesF32 p) {
+  pdl::wait_for_predecessor();
+  __shared__ __align__(16) float xs[kTableDepth][kTableTile + 4];
+  __shared__ __align__(16) float ps[kTableDepth][kTableTile + 4];
+  const int rows = p.seq_starts[p.num_seqs];
+  const int r0 = static_cast<int>(blockIdx.x) * kTableTile, c0 = static_cast<int>(blockIdx.y) * kTableTile;
+  if (r0 >= rows) return;  // block-uniform
+  const int head = static_cast<int>(blockIdx.z) % p.heads;
+  const bool second = static_cast<int>(blockIdx.z) >= p.heads;
+  const int hd = p.head_dim;
+  const std::size_t ldx = second ? p.ldx[1] : p.ldx[0];
+  const float* x = (second ? p.x[1] : p.x[0]) + static_cast<std::size_t>(head) * hd;
+  const float* pos = (second ? p.pos[1] : p.pos[0]) + static_cast<std::size_t>(head) * hd;
+  const int tid = static_cast<int>(threadIdx.x), tx = tid % 16, ty = tid / 16;
+  float acc[4][4] = {};
+  for (int d0 = 0; d0 < hd; d0 += kTableDepth) {
+    __syncthreads();  // the previous chunk is consumed
+    for (int idx = tid; idx < kTableTile * kTableDepth; idx += kTableThreads) {
+      const int r = idx / kTableDepth, d = idx % kTableDepth;  // a warp reads one row's 32 dims
+      const bool d_ok = d0 + d < hd;
+      xs[d][r] = d_ok && r0 + r < rows ? x[static_cast<std::size_t>(r0 + r) * ldx + d0 + d] : 0.0f;
+      ps[d][r] = d_ok && c0 + r < p.m_count ? pos[static_cast<std::size_t>(c0 + r) * p.ld_pos + d0 + d] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int d = 0; d < kTableDepth; ++d) {
+      const float4 a = *reinterpret_cast<const float4*>(&xs[d][ty * 4]);
+      const float4 b = *reinterpret_cast<const float4*>(&ps[d][tx * 4]);
+      const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+  }
+  float* out = (second ? p.out[1] : p.out[0]) + static_cast<std::size_t>(head) * p.head_stride;
+  const int col = c0 + tx * 4;  // pitch is a multiple of 8: a float4 is wholly in or out
+  if (col >= p.pitch) return;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = r0 + ty * 4 + i;
+    if (r < rows)
+      *reinterpret_cast<float4*>(out + static_cast<std::size_t>(r) * p.pitch + col) =
+          make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  }
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+// The f32 form for the heads of `a` (one pass; the caller splits the heads by the workspace).
+void relative_f32_pass(const DisentangledAttentionArgs& a, std::size_t h0, std::size_t heads, RelWindow w,
+                       std::size_t pitch, std::size_t max_seq_len, cudaStream_t stream) {
+  const int terms = (a.pos_key != nullptr) + (a.pos_query != nullptr);
+  const std::size_t head_stride = a.table_rows * pitch, shift = h0 * a.head_dim;
+  float* c2p = a.tables;
+  float* p2c = a.pos_key != nullptr ? a.tables + heads * head_stride : a.tables;
+  const auto col = [&](const void* base) { return static_cast<const float*>(base) + shift; };
+  TablesF32 tp{};
+  int t = 0;
+  const std::size_t off = static_cast<std::size_t>(w.m_lo) * a.heads * a.head_dim + shift;
+  if (a.pos_key != nullptr) {
+    tp.x[t] = col(a.q.data);
+    tp.ldx[t] = a.q.ld;
+    tp.pos[t] = a.pos_key + off;
+    tp.out[t++] = c2p;
+  }
+  if (a.pos_query != nullptr) {
+    tp.x[t] = col(a.k.data);
+    tp.ldx[t] = a.k.ld;
+    tp.pos[t] = a.pos_query + off;
+    tp.out[t++] = p2c;
+  }
+  tp.ld_pos = a.heads * a.head_dim;
+  tp.head_stride = head_stride;
+  tp.pitch = static_cast<int>(pitch);
+  tp.m_count = w.count;
+  tp.head_dim = static_cast<int>(a.head_dim);
+  tp.heads = static_cast<int>(heads);
+  tp.seq_starts = a.seq_starts;
+  tp.num_seqs = static_cast<int>(a.num_seqs);
+  const dim3 grid(static_cast<unsigned>((a.table_rows + kTableTile - 1) / kTableTile),
+                  static_cast<unsigned>((w.count + kTableTile - 1) / kTableTile),
+                  static_cast<unsigned>(heads * static_cast<std::size_t>(terms)));
+  pdl::launch(relative_tables_f32_kernel, grid, dim3(kTableThreads), 0, stream, tp);
+
+  AttentionCudaArgs f;
+  f.q = col(a.q.data);
+  f.ldq = a.q.ld;
+  f.k = col(a.k.data);
+  f.ldk = a.k.ld;
+  f.v = col(a.v.data);
+  f.ldv = a.v.ld;
+  f.out = static_cast<float*>(a.out.data) + shift;
+  f.ldo = a.out.ld;
+  f.seq_starts = a.seq_starts;
+  f.num_seqs = a.num_seqs;
+  f.heads = f.kv_heads = heads;
+  f.head_dim = a.head_dim;
+  f.scale = a.scale;
+  f.type = DType::kF32;
+  f.max_seq_len = max_seq_len;
+  RelativeBiasF32 r;
+  r.c2p = a.pos_key != nullptr ? c2p : nullptr;
+  r.p2c = a.pos_query != nullptr ? p2c : nullptr;
+  r.head_stride = head_stride;
+  r.pitch = static_cast<int>(pitch);
+  r.rel_index = a.rel_index;
+  r.max_len = static_cast<int>(a.max_len);
+  r.m_lo = w.m_lo;
+  r.m_count = w.count;
+  attention_relative_f32_cuda(f, r, stream);
+}
+
+// The f32 form where it applies: the workspace holds one head's tables at least, the table
+// offsets fit in int, the output is a 16-byte-aligned f32 view.
+bool relative_f32(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream) {
+  const int terms = (a.pos_key != nullptr) + (a.pos_query != nullptr);
+  if (terms == 0 || a.table_rows == 0 || !aligned16(a.tables) || a.q.dtype != DType::kF32 ||
+      a.k.dtype != DType::kF32 || a.v.dtype != DType::kF32)
+    return false;
+  const RelWindow w = deberta_rel_window(max_seq_len, a);
+  const std::size_t pitch = (static_cast<std::size_t>(w.count) + 7) / 8 * 8;
+  const std::size_t per_head = static_cast<std::size_t>(terms) * a.table_rows * pitch;
+  if (per_head > a.table_floats || a.table_rows * pitch >= (1u << 31)) return false;
+  const std::size_t per_pass = std::min(a.heads, a.table_floats / per_head);
+  for (std::size_t h0 = 0; h0 < a.heads; h0 += per_pass)
+    relative_f32_pass(a, h0, std::min(per_pass, a.heads - h0), w, pitch, max_seq_len, stream);
+  return true;
+}
+
 }  // namespace
 
 bool disentangled_attention_cuda_supports(const DisentangledAttentionArgs& a) {
@@ -182,6 +332,7 @@ void disentangled_attention_cuda(const DisentangledAttentionArgs& a, std::size_t
   check(a.num_seqs < (1u << 31) && a.heads < 65536 && (max_seq_len + kRows - 1) / kRows < 65536,
         "disentangled attention (CUDA): grid too large");
   if (a.num_seqs == 0 || max_seq_len == 0) return;
+  if (a.tables != nullptr && a.out.dtype == DType::kF32 && relative_f32(a, max_seq_len, stream)) return;
   if (a.tables != nullptr && a.out.dtype != DType::kF32 && (a.pos_key != nullptr || a.pos_query != nullptr)) {
     // The tensor-core form, where its layout conditions hold (any real model's fused QKV does).
     check((a.pos_key == nullptr || a.pos_key_t.data != nullptr) && (a.pos_query == nullptr || a.pos_query_t.data != nullptr),

@@ -79,6 +79,21 @@ void layernorm_cuda(const LayerNormArgs& a, cudaStream_t stream);
 // for sequence s), f32 arithmetic throughout.
 inline constexpr std::size_t kAttentionMaxHeadDim = 256;
 void attention_cuda(const AttentionCudaArgs& a, cudaStream_t stream);
+// DeBERTa's relative bias (ops/disentangled_attention.h) for the f32 flash kernel: per head (at
+// + h · head_stride) f32 tables c2p[row][col] = q_row·pos_key[m_lo + col] and p2c[row][col] =
+// k_row·pos_query[m_lo + col] (`pitch` floats a row; null for an absent term), read at
+// col = rel_index[i − j + max_len − 1] − m_lo for query row i and key j.
+struct RelativeBiasF32 {
+  const float* c2p = nullptr;
+  const float* p2c = nullptr;
+  std::size_t head_stride = 0;
+  int pitch = 0;
+  const float* rel_index = nullptr;
+  int max_len = 0, m_lo = 0, m_count = 0;
+};
+// attention_cuda's f32 flash kernel (bidirectional, one kv head per head) with each score tile
+// starting at c2p[i][col] + p2c[j][col] and q·k accumulated on top, all scaled together.
+void attention_relative_f32_cuda(const AttentionCudaArgs& a, const RelativeBiasF32& r, cudaStream_t stream);
 void attention_first_cuda(const AttentionCudaArgs& a, cudaStream_t stream);
 void attention_last_cuda(const AttentionCudaArgs& a, cudaStream_t stream);
 
@@ -133,10 +148,11 @@ void hold_stream_cuda(double microseconds, cudaStream_t stream);
 
 // DeBERTa's disentangled attention (ops/disentangled_attention.h). q, k, v and out of one element
 // type; pos_key, pos_query and rel_index f32. Grids sized by max_seq_len (at least the longest
-// sequence); empty (padding) sequences are skipped on the device. In f16 / bf16 with a.tables
-// (≥ disentangled_table_floats(a.table_rows, …) floats) and the tables in the element type
-// (pos_key_t / pos_query_t), the tensor-core form runs where its layout conditions hold; otherwise
-// the CUDA-core kernel, which computes the relative terms per (query, key) pair.
+// sequence); empty (padding) sequences are skipped on the device. With a.tables (at least one
+// head's tables, disentangled_table_floats(a.table_rows, 1, …)), the table form runs: in f16 /
+// bf16 on tensor cores, given the tables in the element type (pos_key_t / pos_query_t), where
+// its layout conditions hold; in f32 on the f32 flash kernel. Otherwise the per-pair kernel,
+// which computes the relative terms for each (query, key) pair.
 inline constexpr std::size_t kDisentangledMaxHeadDim = 128;
 bool disentangled_attention_cuda_supports(const DisentangledAttentionArgs& a);
 void disentangled_attention_cuda(const DisentangledAttentionArgs& a, std::size_t max_seq_len, cudaStream_t stream);

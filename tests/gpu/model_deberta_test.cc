@@ -9,9 +9,9 @@
 //   result; scores within 0.01 (f16) / 0.04 (bf16) of max(1, |s|), the BERT cross-encoders'
 //   tolerances; alone vs in one ragged batch, cosine ≥ 0.9999 (embeddings) or the same score
 //   tolerances, as model_half_parity_test holds BERT.
-// Half modes run the tensor-core form of the disentangled attention (c2p / p2c tables gathered
-// into the flash kernel's score tiles); the CudaCoreForm instantiation holds the CUDA-core kernel
-// (IL_DISENTANGLED_TC=0) to the same gates.
+// Every mode runs the table form of the disentangled attention (c2p / p2c tables gathered into
+// the flash kernel's score tiles: tensor cores in f16 / bf16, the f32 flash kernel in f32); the
+// CudaCoreForm instantiation holds the per-pair kernel (IL_DISENTANGLED_TC=0) to the same gates.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -171,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GpuDebertaTest,
                          });
 INSTANTIATE_TEST_SUITE_P(CudaCoreForm, GpuDebertaTest,
                          ::testing::Combine(::testing::Values("deberta-embed", "deberta-v2-ce"),
-                                            ::testing::Values("f16", "bf16"), ::testing::Values(true)),
+                                            ::testing::Values("f32", "f16", "bf16"), ::testing::Values(true)),
                          [](const auto& info) {
                            return fixture_test_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
                          });

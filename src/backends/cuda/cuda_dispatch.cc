@@ -128,7 +128,7 @@ void CudaExecutor::execute(const plan::Step& step) {
             a.scale = op.scale;
             a.buckets = op.position_buckets;
             a.max_rel = op.max_relative;
-            if (disentangled_tables_.get() != nullptr) {  // the tensor-core form (f16 / bf16)
+            if (disentangled_tables_.get() != nullptr) {  // the table form
               const DType t = type_of(op.q);
               if (op.pos_key != plan::kNoWeight) a.pos_key_t = weight(op.pos_key, t);
               if (op.pos_query != plan::kNoWeight) a.pos_query_t = weight(op.pos_query, t);

@@ -212,7 +212,7 @@ void CudaExecutor::allocate(const plan::Plan& plan, plan::Plan* upload) {
 
   // DeBERTa's relative tables, once, for the largest disentangled step at max_tokens rows.
   const char* tc = std::getenv("IL_DISENTANGLED_TC");
-  const bool tables_on = compute_ != DType::kF32 && !(tc != nullptr && std::string(tc) == "0");
+  const bool tables_on = !(tc != nullptr && std::string(tc) == "0");
   std::size_t table_floats = 0;
   for (const std::string& name : plan.program_names())
     for (const plan::Step& step : plan.program(name))

@@ -188,8 +188,8 @@ class CudaExecutor final : public plan::Executor {
   // Mixture-of-experts scratch (ops::moe_workspace_bytes for max_tokens, the largest MoeStep),
   // allocated once; empty without such a step.
   DeviceMemory moe_workspace_;
-  // DeBERTa's relative tables for the tensor-core disentangled attention (f16 / bf16; absent in f32
-  // or with IL_DISENTANGLED_TC=0): ops::disentangled_table_cap_floats for max_tokens rows.
+  // DeBERTa's relative tables for the table form of the disentangled attention (absent with
+  // IL_DISENTANGLED_TC=0): ops::disentangled_table_cap_floats for max_tokens rows.
   DeviceMemory disentangled_tables_;
   DeviceMemory write_staging_;  // write(): the rows in f32, then converted; grown to the largest
   // maxsim(): pairs, keep bytes and scores on the device, and their pinned staging; grown to the
