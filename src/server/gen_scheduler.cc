@@ -96,11 +96,14 @@ void GenScheduler::drop_gone() {
   }
 }
 
+// The gauges are published before any answer goes out: a client that has its whole answer and
+// then reads /metrics finds its sequence gone and its pages free.
 void GenScheduler::step() {
   std::vector<GenerationEvent> events;
   try {
     events = engine_.step_generation();
   } catch (const std::exception& e) {
+    publish_load();
     // The engine dropped every sequence (Engine::step_generation): each request hears why.
     const std::string why = std::string("generation failed: ") + e.what();
     for (auto& [id, a] : active_)
@@ -108,6 +111,7 @@ void GenScheduler::step() {
     active_.clear();
     return;
   }
+  publish_load();
   const auto now = Clock::now();
   metrics_.count_generated(events.size());
   for (GenerationEvent& e : events) {
@@ -139,8 +143,8 @@ void GenScheduler::run() {
     }
     admit_new();
     drop_gone();
-    if (!active_.empty()) step();
-    publish_load();
+    if (active_.empty()) publish_load();
+    else step();
   }
   // Shutting down: everything still here hears so.
   std::deque<std::shared_ptr<GenTask>> left;

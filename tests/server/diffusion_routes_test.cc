@@ -129,6 +129,7 @@ TEST(DiffusionRoutes, RequestsDenoisedTogetherAnswerAsAlone) {
     });
   for (auto& t : clients) t.join();
   for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(together[i], alone[i]) << "client " << i;
+  // Read at once, no polling: the gauges are published before a step's answers go out.
   auto c = server.client();
   const auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
