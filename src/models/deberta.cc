@@ -135,15 +135,20 @@ Trunk build_trunk(plan::Plan& plan, const DebertaConfig& c, const WeightSource& 
   const BufferId embedded = c.conv_taps > 0 ? plan.add_buffer("embedded", Rows::kTokens, h) : cur;
 
   // Embeddings: word (+ absolute position where position_biased_input, + segment where the model
-  // has a table), then LayerNorm. transformers then multiplies by the attention mask, a no-op
-  // without padding.
+  // has a table), projected to hidden by embed_proj where the tables are narrower or wider, then
+  // LayerNorm. transformers then multiplies by the attention mask, a no-op without padding.
+  const int64_t E = c.embedding_size;
+  const bool projected = E != H;
   plan::EmbedStep emb;
-  emb.word = l.tensor(p + "embeddings.word_embeddings.weight", {c.vocab, H});
+  emb.word = l.tensor(p + "embeddings.word_embeddings.weight", {c.vocab, E});
   if (c.position_biased_input)
-    emb.position = l.tensor(p + "embeddings.position_embeddings.weight", {c.max_positions, H});
-  if (c.type_vocab > 0) emb.type = l.tensor(p + "embeddings.token_type_embeddings.weight", {c.type_vocab, H});
-  emb.out = plan.whole(tmp);
+    emb.position = l.tensor(p + "embeddings.position_embeddings.weight", {c.max_positions, E});
+  if (c.type_vocab > 0) emb.type = l.tensor(p + "embeddings.token_type_embeddings.weight", {c.type_vocab, E});
+  emb.out = projected ? plan.whole(plan.add_buffer("embedding_sum", Rows::kTokens, static_cast<std::size_t>(E)))
+                      : plan.whole(tmp);
   l.add("embeddings", emb);
+  if (projected)
+    l.add("embeddings.proj", l.linear(p + "embeddings.embed_proj", H, E, emb.out, plan.whole(tmp), Bias::kNone));
   l.add("embeddings.norm", l.norm(p + "embeddings.LayerNorm", ln, H, plan.whole(tmp), {}, plan.whole(embedded)));
 
   std::vector<float> rel;
@@ -244,6 +249,9 @@ BuiltModel describe(const DebertaConfig& c) {
   m.layout = c.relative_attention ? (c.position_buckets > 0 ? "deberta-v2 (disentangled attention, log buckets)"
                                                             : "deberta-v2 (disentangled attention)")
                                   : "deberta-v2 (no relative attention)";
+  if (c.p2p_listed)
+    m.notes.push_back("pos_att_type lists p2p, which transformers' DebertaV2 neither computes nor counts in the "
+                      "attention scale: ignored the same way");
   m.hidden = c.hidden;
   m.layers = c.layers;
   m.heads = m.kv_heads = c.heads;
@@ -292,7 +300,8 @@ void check_against_tensors(const DebertaConfig& c, const std::string& source, co
                        "\" in ", info.file.string(), ", which has ", info.shape[dim]);
   };
   expect(p + "embeddings.word_embeddings.weight", 0, c.vocab, "vocab_size");
-  expect(p + "embeddings.word_embeddings.weight", 1, c.hidden, "hidden_size");
+  expect(p + "embeddings.word_embeddings.weight", 1, c.embedding_size,
+         c.embedding_size == c.hidden ? "hidden_size" : "embedding_size");
   expect(layer_prefix(p, 0) + "intermediate.dense.weight", 0, c.intermediate, "intermediate_size");
   const std::string types = p + "embeddings.token_type_embeddings.weight";
   check(c.type_vocab > 0 || !t.has(types), source, ": field \"type_vocab_size\" = 0 but the checkpoint has \"", types,
@@ -322,9 +331,11 @@ std::map<std::string, std::vector<int64_t>> deberta_tensors(const DebertaConfig&
     t[n + ".weight"] = {H};
     t[n + ".bias"] = {H};
   };
-  t[p + "embeddings.word_embeddings.weight"] = {c.vocab, H};
-  if (c.position_biased_input) t[p + "embeddings.position_embeddings.weight"] = {c.max_positions, H};
-  if (c.type_vocab > 0) t[p + "embeddings.token_type_embeddings.weight"] = {c.type_vocab, H};
+  const int64_t E = c.embedding_size;
+  t[p + "embeddings.word_embeddings.weight"] = {c.vocab, E};
+  if (c.position_biased_input) t[p + "embeddings.position_embeddings.weight"] = {c.max_positions, E};
+  if (c.type_vocab > 0) t[p + "embeddings.token_type_embeddings.weight"] = {c.type_vocab, E};
+  if (E != H) t[p + "embeddings.embed_proj.weight"] = {H, E};
   norm(p + "embeddings.LayerNorm");
   if (c.relative_attention) {
     t[p + "encoder.rel_embeddings.weight"] = {c.rel_rows(), H};

@@ -98,9 +98,7 @@ DebertaConfig parse_deberta_config(const json& j, const std::string& src) {
   c.vocab = d::int_in_range(j, "vocab_size", src, 1, INT_MAX);
   c.type_vocab = d::int_in_range(j, "type_vocab_size", src, 0, kMaxDim, 0);
   c.max_positions = d::int_in_range(j, "max_position_embeddings", src, 1, kMaxDim, 512);
-  if (const auto es = d::opt_int(j, "embedding_size", src))
-    check(*es == c.hidden, src, ": field \"embedding_size\" = ", *es,
-          " is not supported (the embed_proj projection to hidden_size = ", c.hidden, " is not implemented)");
+  c.embedding_size = d::int_in_range(j, "embedding_size", src, 1, kMaxDim, c.hidden);
   if (const auto conv = d::opt_int(j, "conv_kernel_size", src); conv && *conv > 0) {
     // transformers pads by (k − 1) / 2 on each side: an even kernel would shorten the sequence.
     check(*conv % 2 == 1 && *conv <= 63, src, ": field \"conv_kernel_size\" = ", *conv,
@@ -118,8 +116,11 @@ DebertaConfig parse_deberta_config(const json& j, const std::string& src) {
   for (const std::string& t : read_string_list(j, "pos_att_type", src)) {
     if (t == "c2p") c.c2p = true;
     else if (t == "p2c") c.p2c = true;
+    // DeBERTa's paper lists position-to-position too; transformers' DebertaV2 neither computes it
+    // nor counts it in the scale, so a folder naming it gives transformers' numbers without it.
+    else if (t == "p2p") c.p2p_listed = true;
     else
-      throw make_error(src, ": field \"pos_att_type\" entry \"", t, "\" is not supported (supported: c2p, p2c)");
+      throw make_error(src, ": field \"pos_att_type\" entry \"", t, "\" is not supported (supported: c2p, p2c, p2p)");
   }
   for (const std::string& t : read_string_list(j, "norm_rel_ebd", src)) {
     if (t == "layer_norm") c.norm_rel_ebd = true;

@@ -17,6 +17,9 @@ struct DebertaConfig {
   std::string model_type;
   std::vector<std::string> architectures;
   int hidden = 0, layers = 0, heads = 0, head_dim = 0, intermediate = 0, vocab = 0;
+  // Width of the word / position / segment tables; when it differs from hidden, embed_proj (no
+  // bias) maps their sum to hidden before the embeddings' LayerNorm.
+  int embedding_size = 0;
   int type_vocab = 0;            // 0: no token-type table (v3); segment ids are then ignored
   int max_positions = 512;       // max_position_embeddings
   bool position_biased_input = true;  // absolute position table added to the word embeddings
@@ -25,6 +28,7 @@ struct DebertaConfig {
   int position_buckets = -1;     // > 0: log buckets
   int span = 0;                  // rows of the relative table are 2 · span
   bool c2p = false, p2c = false; // pos_att_type
+  bool p2p_listed = false;       // "p2p" in pos_att_type: transformers' DebertaV2 reads it nowhere
   bool share_att_key = false;    // false: separate pos_key_proj / pos_query_proj
   bool norm_rel_ebd = false;     // "layer_norm": the relative table goes through encoder.LayerNorm
   float layer_norm_eps = 1e-7f;

@@ -194,6 +194,7 @@ struct BuiltModel {
   // Description (inferencelayer info, /info).
   std::string model_type, architecture, layout;
   int hidden = 0, layers = 0, heads = 0, kv_heads = 0, intermediate = 0;
+  std::vector<std::string> notes;  // what the folder says that the loader reads differently (info)
   Activation act = Activation::kNone;
   bool random_weights = false;  // config marks a demo / fixture folder
 

@@ -19,8 +19,9 @@ ModelInfo describe(const std::filesystem::path& dir, const models::BuiltModel& m
   i.model_type = model.model_type;
   i.architecture = model.architecture;
   i.layout = model.layout;
-  if (model.generation) i.notes = model.generation->notes;
-  if (model.diffusion) i.notes = model.diffusion->notes;
+  i.notes = model.notes;
+  if (model.generation) i.notes.insert(i.notes.end(), model.generation->notes.begin(), model.generation->notes.end());
+  if (model.diffusion) i.notes.insert(i.notes.end(), model.diffusion->notes.begin(), model.diffusion->notes.end());
   i.capabilities = model.capabilities;
   i.kind = model.capabilities.score ? ModelKind::kCrossEncoder : ModelKind::kEmbedding;
   i.hidden = model.hidden;

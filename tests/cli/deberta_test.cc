@@ -15,7 +15,8 @@ namespace {
 using nlohmann::json;
 
 TEST(DebertaCli, HiddenStatesMatchTransformers) {
-  for (const char* name : {"deberta-embed", "deberta-ce", "deberta-v2-ce", "deberta-v2-conv-ce"}) {
+  for (const char* name :
+       {"deberta-embed", "deberta-ce", "deberta-v2-ce", "deberta-v2-conv-ce", "deberta-v2-embproj-ce"}) {
     const json expected = load_expected(name);
     std::vector<std::string> lines;
     std::vector<json> cases;

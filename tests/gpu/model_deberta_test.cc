@@ -164,7 +164,8 @@ TEST_P(GpuDebertaTest, ABatchGivesEachInputsResultAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuDebertaTest,
-                         ::testing::Combine(::testing::Values("deberta-embed", "deberta-ce", "deberta-v2-ce", "deberta-v2-conv-ce"),
+                         ::testing::Combine(::testing::Values("deberta-embed", "deberta-ce", "deberta-v2-ce", "deberta-v2-conv-ce",
+                                                              "deberta-v2-embproj-ce"),
                                             ::testing::Values("f32", "f16", "bf16"), ::testing::Values(false)),
                          [](const auto& info) {
                            return fixture_test_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "fixture.h"
 #include "inferencelayer/engine.h"
+#include "models/deberta.h"
 #include "models/deberta_config.h"
 #include "models/registry.h"
 #include "ops/disentangled_attention.h"
@@ -139,7 +140,7 @@ TEST_P(DebertaOracle, RelativeRowsMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DebertaOracle, ::testing::Values("deberta-embed", "deberta-ce", "deberta-v2-ce",
-                                                                         "deberta-v2-conv-ce"),
+                                                                         "deberta-v2-conv-ce", "deberta-v2-embproj-ce"),
                          [](const auto& info) { return fixture_test_name(info.param); });
 
 TEST(Deberta, DescribesItself) {
@@ -202,9 +203,25 @@ TEST(DebertaConfig, ReadsTheV3Fields) {
   EXPECT_EQ(l.scale_factor(), 2);
 }
 
+// embedding_size: the tables' width (hidden where absent); p2p is read and, as in transformers'
+// DebertaV2, neither computed nor counted in the scale.
+TEST(DebertaConfig, ReadsEmbeddingSizeAndIgnoresP2p) {
+  nlohmann::json j = v3_config();
+  EXPECT_EQ(models::parse_deberta_config(j, "config.json").embedding_size, 64);
+  j["embedding_size"] = 32;
+  j["pos_att_type"] = "p2c|c2p|p2p";
+  const models::DebertaConfig c = models::parse_deberta_config(j, "config.json");
+  EXPECT_EQ(c.embedding_size, 32);
+  EXPECT_TRUE(c.c2p && c.p2c && c.p2p_listed);
+  EXPECT_EQ(c.scale_factor(), 3);
+  const auto tensors = models::deberta_tensors(c);
+  EXPECT_EQ(tensors.at("embeddings.word_embeddings.weight"), (std::vector<int64_t>{100, 32}));
+  EXPECT_EQ(tensors.at("embeddings.embed_proj.weight"), (std::vector<int64_t>{64, 32}));
+}
+
 TEST(DebertaConfig, RefusesWhatIsNotImplementedNamingTheField) {
   const std::pair<const char*, nlohmann::json> cases[] = {
-      {"conv_kernel_size", 4}, {"embedding_size", 32}, {"pos_att_type", "p2p|c2p"}, {"norm_rel_ebd", "other"},
+      {"conv_kernel_size", 4}, {"embedding_size", 0}, {"pos_att_type", "p2x|c2p"}, {"norm_rel_ebd", "other"},
       {"attention_head_size", 8}, {"hidden_act", "mish"}};
   for (const auto& [field, value] : cases) {
     nlohmann::json j = v3_config();

@@ -39,6 +39,10 @@ Folders written under --out (each with expected.json; config.json marked
   deberta-v2-conv-ce  deberta-v2-ce's geometry plus the ConvLayer after the first layer
                   (conv_kernel_size 3, conv_groups 2, conv_act "gelu"; transformers' ConvLayer: a
                   Conv1d over each sequence with zero padding, then LayerNorm(layer 0 + conv)).
+  deberta-v2-embproj-ce  deberta-v2-ce's geometry with num_labels 1, embedding_size 40 (the word,
+                  position and segment tables 40 wide; embed_proj, no bias, maps their sum to the
+                  hidden 64 before the LayerNorm) and pos_att_type "c2p|p2c|p2p" (transformers
+                  computes c2p and p2c and counts them in the scale; p2p is read nowhere).
   deberta-v2-ce   The DeBERTa-v2 variants: num_labels 3 with id2label, share_att_key false
                   (separate pos_key_proj), pos_att_type "c2p" only (scale sqrt(d * 2)),
                   position_biased_input true (absolute position table, max_position_embeddings
@@ -89,6 +93,8 @@ EMBED_SEED = 909
 CE_SEED = 910
 V2_CE_SEED = 911
 V2_CONV_CE_SEED = 912
+V2_EMBPROJ_CE_SEED = 913
+EMBEDDING_SIZE = 40  # deberta-v2-embproj-ce's tables (hidden 64)
 
 LONG_VALLEY = (
     "Long before the railway reached the valley, the village lived from wool, cheese and the small trade of "
@@ -161,6 +167,10 @@ def deberta_config(vocab_size, variant, num_labels=None):
         kw.update(max_position_embeddings=MAX_LEN, type_vocab_size=2, position_biased_input=True, position_buckets=-1,
                   max_relative_positions=24, pos_att_type="c2p", share_att_key=False, norm_rel_ebd="none",
                   pooler_hidden_act="tanh")
+    if variant == "v2-embproj":
+        # Tables narrower than hidden (embed_proj maps their sum to hidden, no bias), and "p2p" in
+        # pos_att_type, which transformers' DebertaV2 reads nowhere (the engine must ignore it too).
+        kw.update(embedding_size=EMBEDDING_SIZE, pos_att_type="c2p|p2c|p2p")
     if variant == "v2-conv":
         # DeBERTa-v2 xlarge's ConvLayer after the first layer (its release: kernel 3, gelu), here with
         # two groups so the grouped weight layout is exercised too.
@@ -332,11 +342,23 @@ def main():
         assert model.deberta.encoder.conv is not None, "the ConvLayer was not built"
         return "deberta-v2-conv-ce", s
 
-    jobs = [job_embed, job_ce, job_v2_ce]
-    if os.environ.get("DEBERTA_ONLY") == "conv":
+    def job_v2_embproj_ce():
+        folder, cfg = build_ce(out, "deberta-v2-embproj-ce", tok, V, "v2-embproj", 1, V2_EMBPROJ_CE_SEED)
+        s = mf.expected_ce(folder, trunc, V, cls_id, True, V2_EMBPROJ_CE_SEED)
+        add_to_expected(folder, cfg, "DebertaV2ForSequenceClassification")
+        s.update(check_bucket_edge("deberta-v2-embproj-ce", folder, cfg))
+        model = DebertaV2ForSequenceClassification.from_pretrained(str(folder))
+        emb = model.deberta.embeddings
+        assert emb.word_embeddings.weight.shape[1] == EMBEDDING_SIZE and hasattr(emb, "embed_proj"), "no embed_proj"
+        s["pos_att_type"] = str(model.config.pos_att_type)
+        return "deberta-v2-embproj-ce", s
+
+    jobs = [job_embed, job_ce, job_v2_ce, job_v2_conv_ce, job_v2_embproj_ce]
+    only = os.environ.get("DEBERTA_ONLY")
+    if only == "conv":
         jobs = [job_v2_conv_ce]
-    else:
-        jobs.append(job_v2_conv_ce)
+    elif only == "embproj":
+        jobs = [job_v2_embproj_ce]
     for job in jobs:
         try:
             name, s = job()
