@@ -173,6 +173,28 @@ const VARIANTS = {
       model: claude.model,
     };
   },
+  // ModernBERT's layout (answerdotai/ModernBERT-base: a byte-level BPE under the GPT-2 split
+  // without a prefix space, wrapped in a BERT template of added [CLS] / [SEP] tokens, its [MASK]
+  // taking the space on its left); the text encoder fixtures of ModernBERT use WordPiece, so this
+  // is where the pipeline the real folders ship is checked.
+  bytelevel_bert_template(claude) {
+    const special = (name, type) => ({ SpecialToken: { id: name, type_id: type } });
+    const seq = (id, type) => ({ Sequence: { id, type_id: type } });
+    return {
+      added_tokens: [...claude.added_tokens, added(65000, "[CLS]", true), added(65001, "[SEP]", true),
+                     added(65002, "[MASK]", true, { lstrip: true })],
+      pre_tokenizer: byteLevel(false, true),
+      post_processor: {
+        type: "TemplateProcessing",
+        single: [special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)],
+        pair: [special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 0), special("[SEP]", 0)],
+        special_tokens: { "[CLS]": { id: "[CLS]", ids: [65000], tokens: ["[CLS]"] },
+                          "[SEP]": { id: "[SEP]", ids: [65001], tokens: ["[SEP]"] } },
+      },
+      decoder: byteLevelDecoder,
+      model: claude.model,
+    };
+  },
   // continuing_subword_prefix and end_of_word_suffix, unknown characters (not fused), accents
   // removed by a regex Replace after NFKD.
   bpe_prefix_suffix(claude, pairs) {
