@@ -224,6 +224,16 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--max-images-per-request", o->max_images_per_request,
                   "Generating models: images one chat request may hold (more: 413)")
       ->capture_default_str()->check(CLI::Range(0, 1024))->envname("IL_MAX_IMAGES_PER_REQUEST");
+  cmd->add_flag("--fetch-image-urls", o->url_fetch.enabled,
+                "Fetch http(s) URLs given as images (default: refused; only data: URIs and base64 are read)")
+      ->envname("IL_FETCH_IMAGE_URLS");
+  cmd->add_option("--fetch-url-hosts", o->url_fetch.hosts,
+                  "With --fetch-image-urls: the only host names fetched from, redirects included (default: any)")
+      ->delimiter(',')->envname("IL_FETCH_URL_HOSTS");
+  cmd->add_option("--fetch-url-timeout", o->url_fetch.timeout_s, "Seconds to connect, and for each read, of a fetch")
+      ->capture_default_str()->check(CLI::Range(1, 600))->envname("IL_FETCH_URL_TIMEOUT");
+  cmd->add_option("--fetch-url-max-bytes", o->url_fetch.max_bytes, "Bytes one fetched image may have")
+      ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_FETCH_URL_MAX_BYTES");
   return {cmd, [o] { run_serve(*o); }};
 }
 

@@ -91,7 +91,7 @@ ChatPrompt build_chat_prompt(Context& ctx, const json& body) {
           const std::string url = type == "image" && part.contains("image") && part["image"].is_string()
                                       ? part["image"].get<std::string>()
                                       : image_url_of(part, pw);
-          encoded.push_back(image_bytes(url, pw));
+          encoded.push_back(image_bytes(url, pw, ctx.options.url_fetch));
           // HF chat templates mark an image with a part of type "image" (transformers' processor
           // convention); the bytes travel separately.
           parts.push_back(ojson{{"type", "image"}});

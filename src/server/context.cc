@@ -13,6 +13,7 @@
 
 #include "core/base64.h"
 #include "server/api_error.h"
+#include "server/url_fetch.h"
 
 namespace il::server {
 namespace {
@@ -162,15 +163,18 @@ void add_object_item(Inputs &in, const json &item, const std::string &where,
   }
   if (!ctx.engine.info().capabilities.image_input)
     throw unsupported_error("the loaded model takes no images");
-  in.images.push_back(image_bytes(v.get<std::string>(), where));
+  in.images.push_back(image_bytes(v.get<std::string>(), where, ctx.options.url_fetch));
   in.is_image.push_back(true);
 }
 
 } // namespace
 
-std::vector<std::uint8_t> image_bytes(const std::string &ref, const std::string &where) {
-  if (ref.rfind("http://", 0) == 0 || ref.rfind("https://", 0) == 0 || ref.rfind("file:", 0) == 0)
-    throw validation_error(where + ": this server fetches no URLs; send the image itself as base64 or a data: URI");
+std::vector<std::uint8_t> image_bytes(const std::string &ref, const std::string &where,
+                                      const UrlFetchOptions &urls) {
+  if (is_http_url(ref))
+    return fetch_url(ref, urls, where);
+  if (ref.rfind("file:", 0) == 0)
+    throw validation_error(where + ": this server reads no files; send the image itself as base64 or a data: URI");
   std::string why;
   const std::optional<std::string> bytes = decode_base64_or_data_uri(ref, why);
   if (!bytes)

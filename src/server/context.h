@@ -67,9 +67,9 @@ struct Inputs {
   std::size_t items() const { return size() + images.size(); }
 };
 Inputs parse_inputs(const nlohmann::json& body, const char* field, const Context& ctx);
-// The encoded bytes of an image sent as a data: URI (base64) or bare base64; URLs are refused
-// (this server fetches nothing). 422 naming `where` otherwise.
-std::vector<std::uint8_t> image_bytes(const std::string& ref, const std::string& where);
+// The encoded bytes of an image sent as a data: URI (base64), bare base64, or an http(s) URL the
+// server fetches when `urls` allows it (server/url_fetch.h). 422 naming `where` otherwise.
+std::vector<std::uint8_t> image_bytes(const std::string& ref, const std::string& where, const UrlFetchOptions& urls);
 
 // truncate (default --auto-truncate), truncation_direction ("right"/"left", any case),
 // prompt_name (a prompt of config_sentence_transformers.json put before every text).

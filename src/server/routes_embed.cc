@@ -164,7 +164,7 @@ std::optional<ModelCall> image_text_scores(Context &ctx, const HttpRequest &req,
                            " inputs, more than the " + std::to_string(ctx.options.max_client_batch_size) +
                            " allowed (--max-client-batch-size)");
   for (std::size_t i = 0; i < refs.size(); ++i) {
-    inputs.images.push_back(image_bytes(refs[i], "'images' item " + std::to_string(i)));
+    inputs.images.push_back(image_bytes(refs[i], "'images' item " + std::to_string(i), ctx.options.url_fetch));
     inputs.is_image.push_back(true);
   }
   for (std::size_t i = 0; i < inputs.texts.size(); ++i)

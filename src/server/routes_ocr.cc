@@ -310,10 +310,10 @@ std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
                      std::to_string(list.size()) + " images in one request; the limit is " +
                          std::to_string(ctx.options.max_images_per_request) + " (--max-images-per-request)");
     for (std::size_t i = 0; i < list.size(); ++i)
-      source.images.push_back(image_bytes(list[i].get<std::string>(), "images[" + std::to_string(i) + "]"));
+      source.images.push_back(image_bytes(list[i].get<std::string>(), "images[" + std::to_string(i) + "]", ctx.options.url_fetch));
   } else {
     if (!body["pdf"].is_string()) throw validation_error("'pdf' must be a base64 string or a data: URI");
-    const std::vector<std::uint8_t> bytes = image_bytes(body["pdf"].get<std::string>(), "'pdf'");
+    const std::vector<std::uint8_t> bytes = image_bytes(body["pdf"].get<std::string>(), "'pdf'", ctx.options.url_fetch);
     if (!image::looks_like_pdf(bytes.data(), bytes.size())) throw validation_error("'pdf' is not a PDF");
     source.dpi = static_cast<int>(get_count(body, "dpi", 200));
     if (source.dpi < 36 || source.dpi > 600) throw validation_error("'dpi' must be within 36..600");

@@ -3,8 +3,18 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace il::server {
+
+// Image URLs in requests (src/server/url_fetch.h): refused unless enabled.
+struct UrlFetchOptions {
+  bool enabled = false;                 // --fetch-image-urls
+  std::vector<std::string> hosts;       // --fetch-url-hosts: exact host names; empty = any host
+  int timeout_s = 10;                   // --fetch-url-timeout: connect, and each read
+  std::size_t max_bytes = 20'000'000;   // --fetch-url-max-bytes: one image's body
+  int max_redirects = 3;
+};
 
 struct ServeOptions {
   std::string model;                         // model folder
@@ -38,6 +48,7 @@ struct ServeOptions {
   std::size_t kv_page_size = 64;
   std::size_t max_new_tokens_limit = 16384;  // a request asking more: 422
   std::size_t max_images_per_request = 8;    // more: 413
+  UrlFetchOptions url_fetch;
 };
 
 }  // namespace il::server

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "core/base64.h"
 #include "server_test_util.h"
@@ -176,6 +177,86 @@ TEST_F(SiglipScores, PairLogitsAreScaledCosinesOfTheEmbeddings) {
     }
   expect_error(post(c, "/image_text_scores", {{"images", images}}), 422, "Validation");
   expect_error(post(c, "/image_text_scores", {{"images", images}, {"texts", texts}, {"top_k", 1}}), 422, "Validation");
+}
+
+// An http server in the test process serving a fixture image: /img.png, /moved (a redirect to
+// it), /loop (a redirect to itself); anything else is 404.
+class ImageHost {
+ public:
+  explicit ImageHost(std::string bytes) {
+    host_.Get("/img.png", [bytes](const httplib::Request&, httplib::Response& r) { r.set_content(bytes, "image/png"); });
+    host_.Get("/moved", [](const httplib::Request&, httplib::Response& r) { r.set_redirect("/img.png"); });
+    host_.Get("/loop", [](const httplib::Request&, httplib::Response& r) { r.set_redirect("/loop"); });
+    port_ = host_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { host_.listen_after_bind(); });
+  }
+  ~ImageHost() {
+    host_.stop();
+    thread_.join();
+  }
+  std::string url(const std::string& path, const std::string& name = "127.0.0.1") const {
+    return "http://" + name + ":" + std::to_string(port_) + path;
+  }
+
+ private:
+  httplib::Server host_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+std::string file_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// serve --fetch-image-urls: an image given by URL (directly or through a redirect) embeds exactly
+// as its bytes sent in the body; failed fetches are 422 naming the item, the URL and the cause.
+TEST(SiglipImageUrls, FetchedImagesEmbedAsTheirBytes) {
+  const std::filesystem::path png = fixtures() / "images" / "png_p8.png";
+  ImageHost host(file_bytes(png));
+  ServerProcess server("siglip-joint", {"--fetch-image-urls"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json inline_item = {{"image", base64_file(png)}};
+  const json want = body_of(post(c, "/embed", {{"inputs", json::array({inline_item})}}));
+  ASSERT_EQ(want.size(), 1u);
+  for (const std::string path : {"/img.png", "/moved"}) {
+    const json got = body_of(post(c, "/embed", {{"inputs", json::array({{{"image", host.url(path)}}})}}));
+    ASSERT_EQ(got.size(), 1u) << path;
+    EXPECT_EQ(got[0], want[0]) << path;
+  }
+  const json oa = body_of(post(c, "/v1/embeddings", {{"input", {{"image", host.url("/img.png")}}}}));
+  ASSERT_EQ(oa["data"].size(), 1u);
+  const auto error_of = [&](const std::string& url) {
+    const auto r = post(c, "/embed", {{"inputs", json::array({inline_item, {{"image", url}}})}});
+    expect_error(r, 422, "Validation");
+    return r ? json::parse(r->body)["error"].get<std::string>() : std::string();
+  };
+  const std::string missing = error_of(host.url("/missing.png"));
+  EXPECT_NE(missing.find("item 1"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("HTTP 404"), std::string::npos) << missing;
+  EXPECT_NE(error_of(host.url("/loop")).find("redirects more than"), std::string::npos);
+  EXPECT_NE(error_of("ftp://127.0.0.1/img.png").find("base64"), std::string::npos);  // not a URL we fetch
+  EXPECT_NE(error_of("http://127.0.0.1:1/img.png").find("could not be fetched"), std::string::npos);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+// --fetch-url-hosts and --fetch-url-max-bytes bound what is fetched.
+TEST(SiglipImageUrls, HostsAndSizeAreBounded) {
+  ImageHost host(file_bytes(fixtures() / "images" / "png_p8.png"));
+  ServerProcess server("siglip-joint",
+                       {"--fetch-image-urls", "--fetch-url-hosts", "127.0.0.1", "--fetch-url-max-bytes", "100"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const auto error_of = [&](const std::string& url) {
+    const auto r = post(c, "/embed", {{"inputs", json::array({{{"image", url}}})}});
+    expect_error(r, 422, "Validation");
+    return r ? json::parse(r->body)["error"].get<std::string>() : std::string();
+  };
+  EXPECT_NE(error_of(host.url("/img.png", "localhost")).find("names host localhost, which --fetch-url-hosts"),
+            std::string::npos);
+  EXPECT_NE(error_of(host.url("/img.png")).find("larger than 100 bytes"), std::string::npos);
+  EXPECT_EQ(server.terminate(), 0);
 }
 
 }  // namespace
