@@ -57,6 +57,9 @@ std::optional<ModelCall> info(Context &ctx, HttpResponse &res) {
     out["image"] = {{"channels", m.image_channels}, {"height", m.image_height}, {"width", m.image_width},
                     {"patch_size", m.patch_size}, {"embedding_dim", m.image_embedding_dim},
                     {"image_workers", ctx.image_workers.size()}};
+    // Whether http(s) image URLs are fetched, and from which hosts (empty: any).
+    if (ctx.options.url_fetch.enabled) out["image"]["fetch_url_hosts"] = ctx.options.url_fetch.hosts;
+    out["image"]["fetch_image_urls"] = ctx.options.url_fetch.enabled;
     if (m.has_logit) out["image"]["logit"] = {{"scale", m.logit_scale}, {"bias", m.logit_bias}};
   }
   reply_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));

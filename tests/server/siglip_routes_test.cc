@@ -77,6 +77,7 @@ TEST_F(SiglipRoutes, EmbedAndOpenAiGiveTransformersImageEmbeddings) {
   const json info = body_of(c.Get("/info"));
   EXPECT_EQ(info["image"]["height"], 32);
   EXPECT_EQ(info["image"]["image_workers"], 3);
+  EXPECT_EQ(info["image"]["fetch_image_urls"], false);
   const auto health = c.Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
@@ -256,6 +257,9 @@ TEST(SiglipImageUrls, HostsAndSizeAreBounded) {
   EXPECT_NE(error_of(host.url("/img.png", "localhost")).find("names host localhost, which --fetch-url-hosts"),
             std::string::npos);
   EXPECT_NE(error_of(host.url("/img.png")).find("larger than 100 bytes"), std::string::npos);
+  const json info = body_of(c.Get("/info"));
+  EXPECT_EQ(info["image"]["fetch_image_urls"], true);
+  EXPECT_EQ(info["image"]["fetch_url_hosts"], json::array({"127.0.0.1"}));
   EXPECT_EQ(server.terminate(), 0);
 }
 
