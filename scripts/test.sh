@@ -34,5 +34,5 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L 'unit|oracle|image' --output-on-failure -j "$jobs"
 
 # Fuzzing: clang + ASan + UBSan in build-fuzz (3 to 4 minutes to build on 2 cores), then 30 s
-# per target (six targets: about 3 minutes).
+# per target (ten targets: about 5 minutes).
 scripts/fuzz.sh "${IL_FUZZ_SECONDS:-30}"

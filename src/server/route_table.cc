@@ -53,8 +53,8 @@ HttpResponse error_response(int status, const std::string &type,
 }
 
 void RouteTable::add(Method method, const std::string &path, bool compute,
-                     Handler handler) {
-  routes_[path].push_back(Route{method, compute, std::move(handler)});
+                     Handler handler, BodyKind body) {
+  routes_[path].push_back(Route{method, compute, std::move(handler), body});
 }
 
 const Route *RouteTable::find(const HttpRequest &head) const {
@@ -84,10 +84,16 @@ RouteTable::screen(const HttpRequest &head, const std::string &api_key) const {
     res.set_header("Allow", allow);
     return res;
   }
-  if (route->method == Method::kPost && !is_json(head.header("Content-Type")))
+  const std::string type = head.header("Content-Type");
+  const bool form = route->body == BodyKind::kJsonOrForm &&
+                    media_type(type) == "multipart/form-data";
+  if (route->method == Method::kPost && !is_json(type) && !form)
     return error_response(
         415, "UnsupportedMediaType",
-        "expected a request with 'Content-Type: application/json'");
+        route->body == BodyKind::kJsonOrForm
+            ? "expected a request with 'Content-Type: application/json' or "
+              "multipart/form-data"
+            : "expected a request with 'Content-Type: application/json'");
   if (route->compute && !api_key.empty() &&
       !same_secret(head.header("Authorization"), "Bearer " + api_key)) {
     HttpResponse res = error_response(

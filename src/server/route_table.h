@@ -1,7 +1,7 @@
 // The server's routes by path and method, and what is decided from a request
 // head and the table alone, before any body byte is read: 404 for an unknown
 // path, 405 (with Allow) for a method the path does not take, 415 for a POST
-// that is not JSON, 401 for a compute route without the API key. The server
+// that is not JSON (or multipart/form-data where the route takes uploads), 401 for a compute route without the API key. The server
 // (server.cc) and the HTTP fuzz target (fuzz/http_fuzzer.cc) share it, so both
 // route a request the same way.
 #pragma once
@@ -20,12 +20,13 @@ struct Route {
   Method method;
   bool compute; // needs the API key; counts toward the concurrency limit
   Handler handler;
+  BodyKind body = BodyKind::kJson;
 };
 
 class RouteTable final : public Router {
 public:
   void add(Method method, const std::string &path, bool compute,
-           Handler handler) override;
+           Handler handler, BodyKind body = BodyKind::kJson) override;
   // The route for the head's path and method, or nullptr.
   const Route *find(const HttpRequest &head) const;
   // The refusal of a head that no handler may see, or nullopt to go on.

@@ -39,12 +39,15 @@ struct ModelCall {
 using Handler = std::function<std::optional<ModelCall>(const HttpRequest&, HttpResponse&, Timings&)>;
 
 enum class Method { kGet, kPost };
+// What a POST body may be: JSON only, or also multipart/form-data (file uploads).
+enum class BodyKind { kJson, kJsonOrForm };
 
 class Router {
  public:
   virtual ~Router() = default;
   // compute = runs the model: needs the API key (when set) and counts toward the concurrency limit.
-  virtual void add(Method method, const std::string& path, bool compute, Handler handler) = 0;
+  virtual void add(Method method, const std::string& path, bool compute, Handler handler,
+                   BodyKind body = BodyKind::kJson) = 0;
 };
 
 void add_embed_routes(Router& router, Context& ctx);     // /embed /embed_all /similarity /image_text_scores

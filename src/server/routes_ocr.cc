@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "core/error.h"
 #include "core/float_format.h"
@@ -36,6 +38,7 @@
 #include "runtime/ocr_grounding.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
+#include "server/multipart.h"
 #include "server/route_table.h"
 #include "server/routes.h"
 
@@ -270,10 +273,95 @@ std::vector<std::size_t> select_pages(const std::string& spec, std::size_t count
   }
 }
 
+// A request's options and pages: from a JSON body ({"images": [...]} or {"pdf": ...}, files as
+// base64, data: URIs or allowed URLs) or from a multipart/form-data upload (files as parts, the
+// options as plain fields: curl -F file=@scan.pdf -F pages=1-3).
+struct OcrInput {
+  json fields;
+  std::vector<std::vector<std::uint8_t>> images;
+  std::optional<std::vector<std::uint8_t>> pdf;
+};
+
+OcrInput read_json_input(const Context& ctx, const HttpRequest& req) {
+  OcrInput in;
+  in.fields = parse_body(req);
+  const json& body = in.fields;
+  const bool has_images = body.contains("images"), has_pdf = body.contains("pdf");
+  if (has_images == has_pdf) throw validation_error("give either 'images' (a list) or 'pdf'");
+  if (has_images) {
+    const json& list = body["images"];
+    if (!list.is_array() || list.empty() || !std::all_of(list.begin(), list.end(), [](const json& v) {
+          return v.is_string();
+        }))
+      throw validation_error("'images' must be a non-empty list of base64 images or data: URIs");
+    if (list.size() > ctx.options.max_images_per_request)
+      throw ApiError(413, "Validation",
+                     std::to_string(list.size()) + " images in one request; the limit is " +
+                         std::to_string(ctx.options.max_images_per_request) + " (--max-images-per-request)");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      in.images.push_back(
+          image_bytes(list[i].get<std::string>(), "images[" + std::to_string(i) + "]", ctx.options.url_fetch));
+  } else {
+    if (!body["pdf"].is_string()) throw validation_error("'pdf' must be a base64 string or a data: URI");
+    in.pdf = image_bytes(body["pdf"].get<std::string>(), "'pdf'", ctx.options.url_fetch);
+  }
+  return in;
+}
+
+OcrInput read_form_input(const Context& ctx, const HttpRequest& req) {
+  OcrInput in;
+  in.fields = json::object();
+  const std::vector<FormPart> parts = parse_form_data(req.header("Content-Type"), req.body);
+  std::size_t files = 0;
+  for (const FormPart& p : parts) {
+    if (!p.filename.empty()) {
+      const std::string where = "the uploaded file '" + p.filename + "'";
+      if (p.data.empty()) throw validation_error(where + " is empty");
+      std::vector<std::uint8_t> bytes(p.data.begin(), p.data.end());
+      if (image::looks_like_pdf(bytes.data(), bytes.size())) {
+        if (in.pdf) throw validation_error("upload one PDF per request");
+        in.pdf = std::move(bytes);
+      } else {
+        if (in.images.size() == ctx.options.max_images_per_request)
+          throw ApiError(413, "Validation",
+                         "more than " + std::to_string(ctx.options.max_images_per_request) +
+                             " images in one request (--max-images-per-request)");
+        in.images.push_back(std::move(bytes));
+      }
+      ++files;
+      continue;
+    }
+    // Plain fields, typed as the JSON body would carry them.
+    const std::string value(p.data);
+    if (p.name == "stream") {
+      if (value != "true" && value != "false" && value != "1" && value != "0")
+        throw validation_error("'stream' must be true or false");
+      in.fields["stream"] = value == "true" || value == "1";
+    } else if (p.name == "max_tokens" || p.name == "dpi") {
+      if (value.empty() || value.size() > 9 ||
+          !std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }))
+        throw validation_error("'" + p.name + "' must be a whole number");
+      in.fields[p.name] = std::stoul(value);
+    } else if (p.name == "task" || p.name == "mode" || p.name == "pages") {
+      in.fields[p.name] = value;
+    } else {
+      throw validation_error("multipart field '" + p.name.substr(0, 100) +
+                             "' is not read (files, and task, mode, pages, dpi, max_tokens, stream)");
+    }
+  }
+  if (files == 0) throw validation_error("the multipart request holds no file (curl -F file=@page.png)");
+  if (in.pdf && !in.images.empty()) throw validation_error("upload either images or one PDF, not both");
+  return in;
+}
+
 std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
   if (!ctx.generation || !ctx.engine.info().capabilities.ocr)
     throw unsupported_error("this model does not read pages (it is not an OCR model)");
-  const json body = parse_body(req);
+  std::string type = req.header("Content-Type");
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  const bool form = type.find("multipart/form-data") != std::string::npos;
+  OcrInput input = form ? read_form_input(ctx, req) : read_json_input(ctx, req);
+  const json& body = input.fields;
   const std::vector<std::string>& tasks = ctx.engine.info().ocr_tasks;
   const std::string task = get_string(body, "task", tasks.empty() ? "" : tasks.front());
   if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) {
@@ -297,23 +385,10 @@ std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
       throw validation_error("'max_tokens' must be within 1.." + std::to_string(ctx.options.max_new_tokens_limit));
   }
   OcrJob::Source source;
-  const bool has_images = body.contains("images"), has_pdf = body.contains("pdf");
-  if (has_images == has_pdf) throw validation_error("give either 'images' (a list) or 'pdf'");
-  if (has_images) {
-    const json& list = body["images"];
-    if (!list.is_array() || list.empty() || !std::all_of(list.begin(), list.end(), [](const json& v) {
-          return v.is_string();
-        }))
-      throw validation_error("'images' must be a non-empty list of base64 images or data: URIs");
-    if (list.size() > ctx.options.max_images_per_request)
-      throw ApiError(413, "Validation",
-                     std::to_string(list.size()) + " images in one request; the limit is " +
-                         std::to_string(ctx.options.max_images_per_request) + " (--max-images-per-request)");
-    for (std::size_t i = 0; i < list.size(); ++i)
-      source.images.push_back(image_bytes(list[i].get<std::string>(), "images[" + std::to_string(i) + "]", ctx.options.url_fetch));
+  if (!input.pdf) {
+    source.images = std::move(input.images);
   } else {
-    if (!body["pdf"].is_string()) throw validation_error("'pdf' must be a base64 string or a data: URI");
-    const std::vector<std::uint8_t> bytes = image_bytes(body["pdf"].get<std::string>(), "'pdf'", ctx.options.url_fetch);
+    const std::vector<std::uint8_t>& bytes = *input.pdf;
     if (!image::looks_like_pdf(bytes.data(), bytes.size())) throw validation_error("'pdf' is not a PDF");
     source.dpi = static_cast<int>(get_count(body, "dpi", 200));
     if (source.dpi < 36 || source.dpi > 600) throw validation_error("'dpi' must be within 36..600");
@@ -341,7 +416,8 @@ std::optional<ModelCall> ocr(Context& ctx, const HttpRequest& req) {
 }  // namespace
 
 void add_ocr_routes(Router& router, Context& ctx) {
-  router.add(Method::kPost, "/ocr", true, [&ctx](auto& req, auto&, auto&) { return ocr(ctx, req); });
+  router.add(
+      Method::kPost, "/ocr", true, [&ctx](auto& req, auto&, auto&) { return ocr(ctx, req); }, BodyKind::kJsonOrForm);
 }
 
 }  // namespace il::server

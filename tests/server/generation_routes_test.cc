@@ -401,5 +401,61 @@ TEST(OcrRoute, PdfPagesAndRefusals) {
   EXPECT_EQ(embed.terminate(), 0);
 }
 
+std::string page_bytes(const std::string& page) {
+  std::ifstream in(cli_test::fixture_dir(kModel) / page, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// /ocr as a multipart/form-data upload (curl -F file=@page.png -F max_tokens=24): the pages read
+// exactly as the same files sent as base64 in JSON; a PDF part with its page selection; malformed
+// forms and unknown fields refused naming the problem.
+TEST(OcrRoute, MultipartUploadsReadAsJson) {
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  const json e = expected();
+  auto r = c.Post("/ocr", httplib::MultipartFormDataItems{{"file", page_bytes("page2.png"), "page2.png", "image/png"},
+                                                          {"file", page_bytes("page1.png"), "page1.png", "image/png"},
+                                                          {"max_tokens", "24", "", ""}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = body_of(r);
+  ASSERT_EQ(j.at("pages").size(), 2u);
+  EXPECT_EQ(j.at("pages")[0].at("text"), e.at("cases")[1].at("greedy_text"));
+  EXPECT_EQ(j.at("pages")[1].at("text"), e.at("cases")[0].at("greedy_text"));
+  const auto refused = [&](const httplib::MultipartFormDataItems& items, const std::string& says) {
+    auto bad = c.Post("/ocr", items);
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 422) << bad->body;
+    EXPECT_NE(bad->body.find(says), std::string::npos) << bad->body;
+  };
+  refused({{"max_tokens", "5", "", ""}}, "no file");
+  refused({{"file", page_bytes("page1.png"), "p.png", ""}, {"colour", "red", "", ""}}, "'colour' is not read");
+  refused({{"file", page_bytes("page1.png"), "p.png", ""}, {"stream", "maybe", "", ""}}, "'stream'");
+  auto raw = c.Post("/ocr", "--x\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nabc",
+                    "multipart/form-data; boundary=x");
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->status, 422) << raw->body;
+  EXPECT_NE(raw->body.find("not closed by the boundary"), std::string::npos) << raw->body;
+  auto text = c.Post("/ocr", "hello", "text/plain");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 415);
+  if (std::system("pdftoppm -v >/dev/null 2>&1 && pdfinfo -v >/dev/null 2>&1") == 0) {
+    const std::string pdf = cli_test::tiny_pdf({"one", "two", "three"});
+    r = c.Post("/ocr", httplib::MultipartFormDataItems{{"document", pdf, "doc.pdf", "application/pdf"},
+                                                       {"pages", "2", "", ""},
+                                                       {"dpi", "100", "", ""},
+                                                       {"max_tokens", "4", "", ""}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json p = body_of(r);
+    ASSERT_EQ(p.at("pages").size(), 1u);
+    EXPECT_EQ(p.at("pages")[0].at("page"), 2);
+    const json same = body_of(post(c, "/ocr", {{"pdf", b64(pdf)}, {"pages", "2"}, {"dpi", 100}, {"max_tokens", 4}}));
+    EXPECT_EQ(p.at("pages")[0].at("text"), same.at("pages")[0].at("text"));
+  }
+  EXPECT_EQ(server.terminate(), 0);
+}
+
 }  // namespace
 }  // namespace il::server_test
