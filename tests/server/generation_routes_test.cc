@@ -406,6 +406,79 @@ std::string page_bytes(const std::string& page) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A PDF of n pages, each 72 × 40 points, all drawing one shared content stream (a line of text
+// and a box): a thousand pages take about 60 KB.
+std::string many_page_pdf(std::size_t n) {
+  const std::string content = "BT /F1 9 Tf 4 24 Td (page text) Tj ET 0 0 1 rg 4 4 20 10 re f";
+  std::vector<std::string> objs = {"<< /Type /Catalog /Pages 2 0 R >>", "",
+                                   "<< /Length " + std::to_string(content.size()) + " >>\nstream\n" + content +
+                                       "\nendstream",
+                                   "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"};
+  std::string kids;
+  for (std::size_t i = 0; i < n; ++i) {
+    kids += std::to_string(5 + i) + " 0 R ";
+    objs.push_back("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 72 40] /Contents 3 0 R /Resources << /Font << /F1 4 0 R "
+                   ">> >> >>");
+  }
+  objs[1] = "<< /Type /Pages /Kids [" + kids + "] /Count " + std::to_string(n) + " >>";
+  std::string out = "%PDF-1.4\n";
+  std::vector<std::size_t> offsets;
+  for (std::size_t i = 0; i < objs.size(); ++i) {
+    offsets.push_back(out.size());
+    out += std::to_string(i + 1) + " 0 obj\n" + objs[i] + "\nendobj\n";
+  }
+  const std::size_t xref = out.size();
+  out += "xref\n0 " + std::to_string(objs.size() + 1) + "\n0000000000 65535 f \n";
+  for (std::size_t o : offsets) {
+    char line[32];
+    std::snprintf(line, sizeof line, "%010zu 00000 n \n", o);
+    out += line;
+  }
+  return out + "trailer\n<< /Size " + std::to_string(objs.size() + 1) + " /Root 1 0 R >>\nstartxref\n" +
+         std::to_string(xref) + "\n%%EOF\n";
+}
+
+// The server's peak resident memory so far (VmHWM of /proc/PID/status), in KiB.
+long peak_rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// A 1,000-page PDF is read a few pages at a time: every page is answered, streamed in page order,
+// and the server's peak memory grows by less than 64 MiB over what a 20-page PDF took (holding
+// the rendered pages would take about 150 MiB more).
+TEST(OcrRoute, AThousandPagePdfInBoundedMemory) {
+  if (std::system("pdftoppm -v >/dev/null 2>&1 && pdfinfo -v >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "pdftoppm / pdfinfo not installed (apt-get install poppler-utils)";
+  ServerProcess server(kModel, {"--device", "cpu"});
+  ASSERT_TRUE(server.started());
+  auto c = server.client();
+  c.set_read_timeout(600, 0);
+  const auto read_all = [&](std::size_t pages) {
+    const auto r = post(c, "/ocr", {{"pdf", b64(many_page_pdf(pages))}, {"dpi", 72}, {"max_tokens", 1}, {"stream", true}});
+    EXPECT_TRUE(r);
+    if (!r) return;
+    EXPECT_EQ(r->status, 200) << r->body.substr(0, 500);
+    const auto lines = ndjson(r->body);
+    ASSERT_EQ(lines.size(), pages + 1) << r->body.substr(0, 500);
+    for (std::size_t i = 0; i < pages; ++i) {
+      EXPECT_EQ(lines[i].at("page"), i + 1);
+      EXPECT_FALSE(lines[i].contains("error")) << lines[i];
+    }
+    EXPECT_EQ(lines[pages].at("pages"), pages);
+  };
+  read_all(20);
+  const long before = peak_rss_kib(server.pid());
+  read_all(1000);
+  const long after = peak_rss_kib(server.pid());
+  ASSERT_GT(before, 0);
+  EXPECT_LT(after - before, 64 * 1024) << "peak RSS " << before << " KiB after 20 pages, " << after << " after 1,000";
+  std::printf("[ocr] peak RSS %ld KiB after 20 pages, %ld KiB after 1,000\n", before, after);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
 // /ocr as a multipart/form-data upload (curl -F file=@page.png -F max_tokens=24): the pages read
 // exactly as the same files sent as base64 in JSON; a PDF part with its page selection; malformed
 // forms and unknown fields refused naming the problem.
