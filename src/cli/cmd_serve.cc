@@ -230,7 +230,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--fetch-url-hosts", o->url_fetch.hosts,
                   "With --fetch-image-urls: the only host names fetched from, redirects included (default: any)")
       ->delimiter(',')->envname("IL_FETCH_URL_HOSTS");
-  cmd->add_option("--fetch-url-timeout", o->url_fetch.timeout_s, "Seconds to connect, and for each read, of a fetch")
+  cmd->add_option("--fetch-url-timeout", o->url_fetch.timeout_s, "Seconds one fetch may take, redirects included")
       ->capture_default_str()->check(CLI::Range(1, 600))->envname("IL_FETCH_URL_TIMEOUT");
   cmd->add_option("--fetch-url-max-bytes", o->url_fetch.max_bytes, "Bytes one fetched image may have")
       ->capture_default_str()->check(CLI::PositiveNumber)->envname("IL_FETCH_URL_MAX_BYTES");

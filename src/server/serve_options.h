@@ -11,7 +11,7 @@ namespace il::server {
 struct UrlFetchOptions {
   bool enabled = false;                 // --fetch-image-urls
   std::vector<std::string> hosts;       // --fetch-url-hosts: exact host names; empty = any host
-  int timeout_s = 10;                   // --fetch-url-timeout: connect, and each read
+  int timeout_s = 10;                   // --fetch-url-timeout: the whole fetch, redirects included
   std::size_t max_bytes = 20'000'000;   // --fetch-url-max-bytes: one image's body
   int max_redirects = 3;
 };

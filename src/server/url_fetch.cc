@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <optional>
 
 #include "server/api_error.h"
@@ -114,6 +115,9 @@ std::vector<std::uint8_t> fetch_url(const std::string& url, const UrlFetchOption
   if (!opt.enabled)
     throw validation_error(where + ": this server fetches no URLs (its operator can allow them with "
                            "--fetch-image-urls); send the image itself as base64 or a data: URI");
+  // One deadline for the whole fetch, redirects included: a host that trickles bytes cannot hold
+  // the worker past it (each read also times out on its own).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.timeout_s);
   std::string current = url;
   for (int hop = 0;; ++hop) {
     std::string why;
@@ -131,7 +135,7 @@ std::vector<std::uint8_t> fetch_url(const std::string& url, const UrlFetchOption
     int status = 0;
     std::string location;
     std::vector<std::uint8_t> body;
-    bool too_large = false;
+    bool too_large = false, too_slow = false;
     const httplib::Result r = client.Get(
         u->target, httplib::Headers{{"Accept", "image/*"}},
         [&](const httplib::Response& head) {
@@ -151,6 +155,10 @@ std::vector<std::uint8_t> fetch_url(const std::string& url, const UrlFetchOption
           return true;
         },
         [&](const char* data, std::size_t n) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            too_slow = true;
+            return false;
+          }
           if (body.size() + n > opt.max_bytes) {
             too_large = true;
             return false;
@@ -159,6 +167,8 @@ std::vector<std::uint8_t> fetch_url(const std::string& url, const UrlFetchOption
                       reinterpret_cast<const std::uint8_t*>(data) + n);
           return true;
         });
+    if (too_slow || std::chrono::steady_clock::now() > deadline)
+      throw refuse("was not fetched within " + std::to_string(opt.timeout_s) + " s (--fetch-url-timeout)");
     if (too_large)
       throw refuse("is larger than " + std::to_string(opt.max_bytes) + " bytes (--fetch-url-max-bytes)");
     if (status >= 300 && status < 400 && !location.empty()) {

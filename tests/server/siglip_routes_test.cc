@@ -7,6 +7,7 @@
 // batches answered in the request's order.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -188,6 +189,17 @@ class ImageHost {
     host_.Get("/img.png", [bytes](const httplib::Request&, httplib::Response& r) { r.set_content(bytes, "image/png"); });
     host_.Get("/moved", [](const httplib::Request&, httplib::Response& r) { r.set_redirect("/img.png"); });
     host_.Get("/loop", [](const httplib::Request&, httplib::Response& r) { r.set_redirect("/loop"); });
+    // A byte every 300 ms, 20 of them: inside every read timeout, past a 2 s deadline.
+    host_.Get("/slow", [](const httplib::Request&, httplib::Response& r) {
+      r.set_chunked_content_provider("image/png", [](std::size_t offset, httplib::DataSink& sink) {
+        if (offset >= 20) {
+          sink.done();
+          return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return sink.write("x", 1);
+      });
+    });
     port_ = host_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { host_.listen_after_bind(); });
   }
@@ -242,11 +254,11 @@ TEST(SiglipImageUrls, FetchedImagesEmbedAsTheirBytes) {
   EXPECT_EQ(server.terminate(), 0);
 }
 
-// --fetch-url-hosts and --fetch-url-max-bytes bound what is fetched.
+// --fetch-url-hosts, --fetch-url-max-bytes and --fetch-url-timeout bound what is fetched.
 TEST(SiglipImageUrls, HostsAndSizeAreBounded) {
   ImageHost host(file_bytes(fixtures() / "images" / "png_p8.png"));
-  ServerProcess server("siglip-joint",
-                       {"--fetch-image-urls", "--fetch-url-hosts", "127.0.0.1", "--fetch-url-max-bytes", "100"});
+  ServerProcess server("siglip-joint", {"--fetch-image-urls", "--fetch-url-hosts", "127.0.0.1", "--fetch-url-max-bytes",
+                                        "100", "--fetch-url-timeout", "2"});
   ASSERT_TRUE(server.started());
   auto c = server.client();
   const auto error_of = [&](const std::string& url) {
@@ -257,6 +269,7 @@ TEST(SiglipImageUrls, HostsAndSizeAreBounded) {
   EXPECT_NE(error_of(host.url("/img.png", "localhost")).find("names host localhost, which --fetch-url-hosts"),
             std::string::npos);
   EXPECT_NE(error_of(host.url("/img.png")).find("larger than 100 bytes"), std::string::npos);
+  EXPECT_NE(error_of(host.url("/slow")).find("not fetched within 2 s"), std::string::npos);
   const json info = body_of(c.Get("/info"));
   EXPECT_EQ(info["image"]["fetch_image_urls"], true);
   EXPECT_EQ(info["image"]["fetch_url_hosts"], json::array({"127.0.0.1"}));
