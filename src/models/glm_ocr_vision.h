@@ -7,7 +7,7 @@
 // (Conv2d k = s = 2 as a linear over each merge window's 4 consecutive token rows, plan window
 // rows) and the merger (proj, LayerNorm + exact GELU, SwiGLU without biases).
 //
-// The batch (runtime/glm_ocr_vision_batch.h): patch rows in the processor's merge-window order,
+// The batch (runtime/merge_window_vision_batch.h): patch rows in the processor's merge-window order,
 // one sequence per image frame, rope_positions (h, w) per patch.
 #pragma once
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "runtime/glm_ocr_vision_batch.h"
+#include "runtime/merge_window_vision_batch.h"
 #include "runtime/view_vision.h"
 
 namespace il::runtime {
@@ -164,7 +164,7 @@ void Generator::run_vision(const std::vector<const PatchImage*>& images) {
     rows.insert(rows.end(), im->rows.begin(), im->rows.end());
     grids.push_back(im->grid_thw);
   }
-  exec_.set_batch(make_glm_ocr_vision_batch(rows, spec_.patch_dim, grids, static_cast<int>(spec_.spatial_merge)));
+  exec_.set_batch(make_merge_window_vision_batch(rows, spec_.patch_dim, grids, static_cast<int>(spec_.spatial_merge)));
   exec_.run("vision");
 }
 

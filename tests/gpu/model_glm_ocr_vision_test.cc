@@ -86,7 +86,7 @@ std::vector<float> run(Tower& t, const GlmOcrVisionFixture& f, std::size_t first
                        const std::vector<std::array<int, 3>>& grids, const plan::View& view, std::size_t cols) {
   const std::vector<float> pv(f.pixel_values.begin() + static_cast<std::ptrdiff_t>(first_patch * f.patch_dim),
                               f.pixel_values.begin() + static_cast<std::ptrdiff_t>((first_patch + patches) * f.patch_dim));
-  t.exec->set_batch(runtime::make_glm_ocr_vision_batch(pv, f.patch_dim, grids));
+  t.exec->set_batch(runtime::make_merge_window_vision_batch(pv, f.patch_dim, grids));
   t.exec->run("vision");
   std::vector<float> out(patches / 4 * cols);
   t.exec->read(view, out.data());

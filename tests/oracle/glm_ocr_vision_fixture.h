@@ -18,7 +18,7 @@
 #include "models/glm_ocr_vision.h"
 #include "models/glm_ocr_vision_config.h"
 #include "plan/plan.h"
-#include "runtime/glm_ocr_vision_batch.h"
+#include "runtime/merge_window_vision_batch.h"
 
 namespace il::test {
 

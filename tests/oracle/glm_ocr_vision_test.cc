@@ -40,7 +40,7 @@ TowerRows run_cpu(const GlmOcrVisionFixture& f, const models::WeightSource& src,
   o.prefix = prefix;
   const models::GlmOcrVisionViews v = models::build_glm_ocr_vision(plan, f.config, src, o);
   cpu::CpuExecutor exec(plan, 256, 2);
-  exec.set_batch(runtime::make_glm_ocr_vision_batch(f.pixel_values, f.patch_dim, f.grid_thw));
+  exec.set_batch(runtime::make_merge_window_vision_batch(f.pixel_values, f.patch_dim, f.grid_thw));
   exec.run("vision");
   const std::size_t tokens = f.pixel_values.size() / f.patch_dim;
   TowerRows r{std::vector<float>(tokens * f.hidden), std::vector<float>(tokens / 4 * f.out_hidden),
@@ -87,7 +87,7 @@ TEST(GlmOcrVision, MergerRowsGoToACallersPersistentBuffer) {
   const models::GlmOcrVisionViews v = models::build_glm_ocr_vision(plan, f.config, src, o);
   EXPECT_EQ(v.output.buffer, o.output.buffer);
   cpu::CpuExecutor exec(plan, 256, 2);
-  exec.set_batch(runtime::make_glm_ocr_vision_batch(f.pixel_values, f.patch_dim, f.grid_thw));
+  exec.set_batch(runtime::make_merge_window_vision_batch(f.pixel_values, f.patch_dim, f.grid_thw));
   exec.run("vision");
   std::vector<float> rows(windows * f.out_hidden);
   exec.read(plan.output("vision"), rows.data());
@@ -116,7 +116,7 @@ TEST(GlmOcrVision, BatchHasOneSequencePerFrameAndWindowOrderPositions) {
   // One 4 × 6 image and one 2-frame 2 × 2 image, patch_dim 1 (the patch value is its index).
   std::vector<float> pv(4 * 6 + 2 * 4);
   for (std::size_t i = 0; i < pv.size(); ++i) pv[i] = static_cast<float>(i);
-  const plan::Batch b = runtime::make_glm_ocr_vision_batch(pv, 1, {{1, 4, 6}, {2, 2, 2}});
+  const plan::Batch b = runtime::make_merge_window_vision_batch(pv, 1, {{1, 4, 6}, {2, 2, 2}});
   EXPECT_EQ(b.seq_starts, (std::vector<int32_t>{0, 24, 28, 32}));
   EXPECT_EQ(b.patches, pv);
   ASSERT_EQ(b.rope_axes(), 2u);
@@ -137,9 +137,9 @@ TEST(GlmOcrVision, BatchHasOneSequencePerFrameAndWindowOrderPositions) {
     EXPECT_EQ(h(24 + i), h(28 + i));
     EXPECT_EQ(w(24 + i), w(28 + i));
   }
-  EXPECT_THROW(runtime::make_glm_ocr_vision_batch(pv, 1, {{1, 4, 6}}), Error);            // patch count
-  EXPECT_THROW(runtime::make_glm_ocr_vision_batch(pv, 1, {{1, 4, 6}, {2, 2, 3}}), Error);  // odd grid
-  EXPECT_THROW(runtime::make_glm_ocr_vision_batch(pv, 1, {{1, 4, 6}, {0, 2, 2}}), Error);  // zero frames
+  EXPECT_THROW(runtime::make_merge_window_vision_batch(pv, 1, {{1, 4, 6}}), Error);            // patch count
+  EXPECT_THROW(runtime::make_merge_window_vision_batch(pv, 1, {{1, 4, 6}, {2, 2, 3}}), Error);  // odd grid
+  EXPECT_THROW(runtime::make_merge_window_vision_batch(pv, 1, {{1, 4, 6}, {0, 2, 2}}), Error);  // zero frames
 }
 
 TEST(GlmOcrVision, ConfigErrorsNameTheField) {

@@ -1,4 +1,4 @@
-#include "runtime/glm_ocr_vision_batch.h"
+#include "runtime/merge_window_vision_batch.h"
 
 #include <cmath>
 #include <limits>
@@ -7,8 +7,8 @@
 
 namespace il::runtime {
 
-plan::Batch make_glm_ocr_vision_batch(const std::vector<float>& pixel_values, std::size_t patch_dim,
-                                      const std::vector<std::array<int, 3>>& grid_thw, int merge) {
+plan::Batch make_merge_window_vision_batch(const std::vector<float>& pixel_values, std::size_t patch_dim,
+                                           const std::vector<std::array<int, 3>>& grid_thw, int merge) {
   check(patch_dim > 0, "vision batch: patch_dim is zero");
   check(merge > 0, "vision batch: merge size ", merge);
   check(!grid_thw.empty(), "vision batch: no images (image_grid_thw is empty)");
