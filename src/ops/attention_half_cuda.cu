@@ -24,6 +24,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "ops/attention_dispatch_cuda.h"
 #include "ops/attention_half_cuda.h"
@@ -632,10 +633,7 @@ Params params_of(const HalfAttentionArgs& a, int half_window, bool seq_major) {
 }
 
 int relative_m_tiles() {
-  static const int m = [] {
-    const char* e = std::getenv("IL_DISENTANGLED_TC_MTILES");
-    return e != nullptr && std::string(e) == "1" ? 1 : 2;
-  }();
+  static const int m = env::equals("IL_DISENTANGLED_TC_MTILES", "1") ? 1 : 2;
   return m;
 }
 

@@ -211,8 +211,7 @@ void CudaExecutor::allocate(const plan::Plan& plan, plan::Plan* upload) {
   if (moe_bytes > 0) moe_workspace_ = DeviceMemory(moe_bytes);
 
   // DeBERTa's relative tables, once, for the largest disentangled step at max_tokens rows.
-  const char* tc = std::getenv("IL_DISENTANGLED_TC");
-  const bool tables_on = !(tc != nullptr && std::string(tc) == "0");
+  const bool tables_on = env::on_unless_zero("IL_DISENTANGLED_TC");
   std::size_t table_floats = 0;
   for (const std::string& name : plan.program_names())
     for (const plan::Step& step : plan.program(name))
