@@ -94,6 +94,31 @@ std::optional<std::string_view> PrecompiledCharsmap::transform(std::string_view 
   return std::nullopt;
 }
 
+std::optional<std::pair<std::string_view, std::size_t>> PrecompiledCharsmap::longest_prefix(
+    std::string_view text) const {
+  if (units_.empty()) return std::nullopt;
+  std::optional<std::pair<std::string_view, std::size_t>> best;
+  std::size_t node = offset(unit(0));
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0) break;
+    node ^= c;
+    const uint32_t u = unit(node);
+    if (label(u) != c) break;
+    node ^= offset(u);
+    if (has_leaf(u)) {
+      const std::size_t at = value(unit(node));
+      if (at > replacements_.size())
+        throw make_error("Precompiled: the precompiled_charsmap is malformed (a replacement starts at byte ", at,
+                         " of ", replacements_.size(), ")");
+      const std::size_t end = replacements_.find('\0', at);
+      best.emplace(std::string_view(replacements_).substr(at, (end == std::string::npos ? replacements_.size() : end) - at),
+                   i + 1);
+    }
+  }
+  return best;
+}
+
 // ---- the normalizer ----
 
 namespace {

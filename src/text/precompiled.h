@@ -26,6 +26,10 @@ class PrecompiledCharsmap {
   // or into the middle of a character (where the library would panic).
   std::optional<std::string_view> transform(std::string_view text) const;
 
+  // SentencePiece's own lookup (its normaliser's NormalizePrefix): the replacement of the LONGEST
+  // key that is a prefix of `text` and that key's length in bytes, or nullopt.
+  std::optional<std::pair<std::string_view, std::size_t>> longest_prefix(std::string_view text) const;
+
   // Whether some key starts with byte b: text without such bytes is never changed.
   bool may_start_with(unsigned char b) const { return starts_[b]; }
 
