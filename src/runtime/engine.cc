@@ -29,6 +29,7 @@
 #include "runtime/prompt_image_loader.h"
 #include "runtime/view_vision.h"
 #include "runtime/model_info.h"
+#include "text/siglip_tokenizer.h"
 #include "text/tokenizer.h"
 
 namespace il {
@@ -83,8 +84,16 @@ class LocalEngine final : public Engine {
       : model_(std::move(model)) {
     if (!tok_path.empty() && std::filesystem::exists(tok_path))
       tokenizer_.emplace(text::Tokenizer::from_file(tok_path));
+    // google/siglip folders ship spiece.model and no tokenizer.json: SiglipTokenizer's ids.
+    const std::filesystem::path spiece = tok_path.parent_path() / "spiece.model";
+    if (!tokenizer_ && !tok_path.empty() && model_.model_type == "siglip" && std::filesystem::exists(spiece))
+      siglip_spm_.emplace(text::SiglipSpmTokenizer::load(tok_path.parent_path()));
     max_len_ = runtime::max_sequence_length(model_);
-    info_ = runtime::describe(dir, model_, tokenizer_ ? tokenizer_->model_type() : "", max_len_);
+    info_ = runtime::describe(dir, model_,
+                              tokenizer_     ? tokenizer_->model_type()
+                              : siglip_spm_ ? "Unigram (spiece.model, SiglipTokenizer)"
+                                            : "",
+                              max_len_);
     info_.random_weights = info_.random_weights || random_weights;
     if (model_.colbert && tokenizer_) colbert_ = runtime::resolve_colbert_tokens(*model_.colbert, *tokenizer_, dir);
     // The scratch always holds at least one maximal sequence, so any valid input fits a batch
@@ -157,6 +166,7 @@ class LocalEngine final : public Engine {
   std::optional<double> device_energy_joules() override { return exec_->energy_joules(); }
 
   TokenInput tokenize(std::string_view text, bool truncate) const override {
+    if (siglip_spm_) return siglip_spm_input(text, encode_options(truncate));
     return padded(to_input(tokenizer().encode(text, encode_options(truncate))));
   }
 
@@ -168,6 +178,7 @@ class LocalEngine final : public Engine {
 
   TokenInput tokenize_with(std::string_view text, const TokenizeOptions& options) const override {
     if (options.role != TextRole::kNone) return colbert_tokenize(text, options);
+    if (siglip_spm_) return siglip_spm_input(text, encode_options(options));
     return padded(to_input(tokenizer().encode(text, encode_options(options))));
   }
 
@@ -614,8 +625,23 @@ class LocalEngine final : public Engine {
   }
 
   const text::Tokenizer& tokenizer() const {
+    check(!siglip_spm_.has_value(), "model folder ", info_.path,
+          " has SigLIP's spiece.model and no tokenizer.json: it tokenizes single texts into ids (no pairs, byte "
+          "offsets or decoding)");
     check(tokenizer_.has_value(), "model folder ", info_.path, " has no tokenizer.json");
     return *tokenizer_;
+  }
+
+  // A text through SigLIP's spiece.model: over the maximum it is cut as transformers cuts it
+  // ("</s>" kept last) or refused, as the tokenizer.json path does; then padded to the length.
+  TokenInput siglip_spm_input(std::string_view text, const text::EncodeOptions& o) const {
+    std::vector<int32_t> ids = siglip_spm_->encode(text, o.add_special_tokens);
+    if (o.max_length > 0 && ids.size() > o.max_length) {
+      check(o.truncate, "tokenizer: the input has ", ids.size(), " tokens, more than the maximum of ", o.max_length);
+      ids = siglip_spm_->encode_truncated(text, o.max_length, o.add_special_tokens,
+                                          o.direction == text::TruncationDirection::kLeft);
+    }
+    return padded(TokenInput{std::move(ids), {}});
   }
 
   text::EncodeOptions encode_options(bool truncate) const {
@@ -753,6 +779,7 @@ class LocalEngine final : public Engine {
 
   models::BuiltModel model_;
   std::optional<text::Tokenizer> tokenizer_;
+  std::optional<text::SiglipSpmTokenizer> siglip_spm_;  // instead of tokenizer_ (SigLIP's spiece.model)
   std::optional<runtime::ImageLoader> image_loader_;  // image models
   std::optional<runtime::PromptImageLoader> prompt_loader_;  // multimodal generating models
   std::optional<runtime::ColbertTokens> colbert_;  // multi-vector folders with a tokenizer

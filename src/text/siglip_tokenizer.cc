@@ -241,18 +241,41 @@ std::vector<int32_t> SiglipSpmTokenizer::tokens(std::string_view text) const {
   return ids;
 }
 
-std::vector<int32_t> SiglipSpmTokenizer::encode(std::string_view text) const {
+std::vector<int32_t> SiglipSpmTokenizer::encode(std::string_view text, bool add_eos) const {
   std::vector<int32_t> ids = tokens(text);
-  if (ids.empty() || ids.back() != eos_) ids.push_back(eos_);
+  if (add_eos && (ids.empty() || ids.back() != eos_)) ids.push_back(eos_);
+  return ids;
+}
+
+std::vector<int32_t> SiglipSpmTokenizer::encode_truncated(std::string_view text, std::size_t max_length, bool add_eos,
+                                                          bool from_left) const {
+  check(max_length >= (add_eos ? 1u : 0u), "a SigLIP text cut to ", max_length, " tokens has no room for \"</s>\"");
+  std::vector<int32_t> ids = tokens(text);
+  // transformers counts one special token to add (the "</s>"), cuts the text's ids by what the
+  // total overflows, then appends "</s>" unless the cut ids end with it.
+  const std::size_t room = add_eos ? max_length - 1 : max_length;
+  if (ids.size() + (add_eos ? 1 : 0) > max_length) {
+    const auto cut = static_cast<std::ptrdiff_t>(ids.size() - room);
+    if (from_left) {
+      ids.erase(ids.begin(), ids.begin() + cut);
+    } else {
+      ids.resize(room);
+    }
+  }
+  if (add_eos && (ids.empty() || ids.back() != eos_)) ids.push_back(eos_);
   return ids;
 }
 
 std::vector<int32_t> SiglipSpmTokenizer::encode_padded(std::string_view text) const {
-  std::vector<int32_t> ids = tokens(text);
-  if (ids.size() + 1 > max_length_) ids.resize(max_length_ - 1);
-  if (ids.empty() || ids.back() != eos_) ids.push_back(eos_);
+  std::vector<int32_t> ids = encode_truncated(text, max_length_);
   ids.resize(max_length_, pad_);
   return ids;
+}
+
+std::string_view SiglipSpmTokenizer::piece(int32_t id) const {
+  const auto& pieces = encoder_.model().pieces;
+  if (id < 0 || static_cast<std::size_t>(id) >= pieces.size()) return {};
+  return pieces[static_cast<std::size_t>(id)].text;
 }
 
 }  // namespace il::text

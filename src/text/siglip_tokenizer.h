@@ -28,10 +28,18 @@ class SiglipSpmTokenizer {
   static SiglipSpmTokenizer load(const std::filesystem::path& folder);
   SiglipSpmTokenizer(SentencePieceEncoder encoder, bool lowercase, std::size_t max_length, const std::string& source);
 
-  // The ids without padding or truncation, "</s>" last.
-  std::vector<int32_t> encode(std::string_view text) const;
+  // The ids without padding or truncation, "</s>" last unless add_eos is false
+  // (add_special_tokens=False).
+  std::vector<int32_t> encode(std::string_view text, bool add_eos = true) const;
+  // truncation=True at `max_length`: the text's ids cut to leave room for the "</s>" appended
+  // after them (from the end, or from the start with from_left), as transformers truncates.
+  std::vector<int32_t> encode_truncated(std::string_view text, std::size_t max_length, bool add_eos = true,
+                                        bool from_left = false) const;
   // padding="max_length", truncation=True: exactly max_length() ids.
   std::vector<int32_t> encode_padded(std::string_view text) const;
+  // The piece of an id ("" outside the vocabulary), and whether it is one of the special tokens.
+  std::string_view piece(int32_t id) const;
+  bool is_special(int32_t id) const { return id == eos_ || id == unk_ || id == pad_; }
 
   std::size_t max_length() const { return max_length_; }
   int32_t eos_id() const { return eos_; }

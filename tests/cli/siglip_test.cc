@@ -112,6 +112,43 @@ TEST(SiglipCli, JointFolderEmbedsImagesAndTokenIdsInOrder) {
         << "line " << i + 1;
 }
 
+// A folder as google/siglip checkpoints ship it (spiece.model, no tokenizer.json): texts typed as
+// text embed as transformers gives them through SiglipTokenizer, padding="max_length" and
+// truncation=True (tests/fixtures/siglip-spm-joint, tools/oracle/make_siglip_spm_model_fixture.py:
+// captions, SigLIP's clean-up, special tokens typed in, two texts over 64 tokens; the engine
+// refuses the fixture's empty text).
+// With --no-truncate the long ones are refused naming the line.
+TEST(SiglipCli, SpieceFolderEmbedsTextsAsTransformers) {
+  const json expected = load_expected("siglip-spm-joint");
+  std::vector<std::string> lines;
+  std::vector<std::vector<float>> want;
+  std::size_t first_long = 0;
+  for (const auto& c : expected["text_cases"]) {
+    if (c["text"] == "") continue;  // the engine refuses empty texts
+    lines.push_back(json{{"text", c["text"]}}.dump());
+    want.push_back(c["pooled"].get<std::vector<float>>());
+    if (first_long == 0 && c["length"].get<std::size_t>() > 64) first_long = lines.size();
+  }
+  ASSERT_GT(first_long, 0u) << "the fixture has a text over 64 tokens";
+  ScratchDir tmp;
+  const std::string input = tmp.write("texts.jsonl", lines);
+  const auto r = run_cli(cli_args({"embed", "--model", fixture_path("siglip-spm-joint"), "--input", input,
+                                   "--device", "cpu"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto out = r.lines();
+  ASSERT_EQ(out.size(), lines.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    EXPECT_LE(max_abs_diff(parse_line(out[i])["embedding"].get<std::vector<float>>(), want[i]), kTolerance)
+        << lines[i];
+  const auto strict = run_cli(cli_args({"embed", "--model", fixture_path("siglip-spm-joint"), "--input", input,
+                                        "--device", "cpu", "--no-truncate"}));
+  EXPECT_EQ(strict.status, 2) << strict.err;
+  expect_contains(strict.err, {"line " + std::to_string(first_long), "more than the maximum of 64"});
+  const auto info = run_cli(cli_args({"info", "--model", fixture_path("siglip-spm-joint")}));
+  ASSERT_EQ(info.status, 0) << info.err;
+  expect_contains(info.out, {"Unigram (spiece.model, SiglipTokenizer)"});
+}
+
 // bench/configs/siglip-base-patch16-224.json builds with random weights and runs its vision
 // tower on random images: 196 patch tokens an image; a length other than the patch count is
 // refused. (siglip-so400m-patch14-384.json, 2 × 400M parameters, is run by hand: 729 patches.)

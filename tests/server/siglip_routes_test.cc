@@ -181,6 +181,47 @@ TEST_F(SiglipScores, PairLogitsAreScaledCosinesOfTheEmbeddings) {
   expect_error(post(c, "/image_text_scores", {{"images", images}, {"texts", texts}, {"top_k", 1}}), 422, "Validation");
 }
 
+// A folder as google/siglip checkpoints ship it (spiece.model, no tokenizer.json): texts embed
+// as transformers gives them through SiglipTokenizer (tests/fixtures/siglip-spm-joint), texts
+// over 64 tokens are cut with "truncate": true and refused otherwise, and what needs a
+// tokenizer.json (byte offsets) is refused saying why.
+TEST(SiglipSpmRoutes, TextsEmbedThroughSpieceModel) {
+  ServerProcess server("siglip-spm-joint");
+  ASSERT_TRUE(server.started());
+  std::ifstream in(fixtures() / "siglip-spm-joint" / "expected.json");
+  const json e = json::parse(in);
+  json texts = json::array();
+  std::vector<std::vector<float>> want;
+  std::string long_text;
+  for (const auto& c : e["text_cases"]) {
+    if (c["text"] == "") continue;  // refused
+    texts.push_back(c["text"]);
+    want.push_back(c["pooled"].get<std::vector<float>>());
+    if (long_text.empty() && c["length"].get<std::size_t>() > 64) long_text = c["text"];
+  }
+  ASSERT_FALSE(long_text.empty());
+  auto c = server.client();
+  const json raw = body_of(post(c, "/embed", {{"inputs", texts}, {"normalize", false}, {"truncate", true}}));
+  ASSERT_EQ(raw.size(), texts.size());
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    EXPECT_LE(max_abs_diff(raw[i].get<std::vector<float>>(), want[i]), kTol) << texts[i].dump();
+  const json oa = body_of(post(c, "/v1/embeddings", {{"input", texts[0]}}));
+  EXPECT_LE(max_abs_diff(oa["data"][0]["embedding"].get<std::vector<float>>(),
+                         unit(want[0])),
+            kTol);
+  const auto too_long = post(c, "/embed", {{"inputs", long_text}, {"truncate", false}});
+  expect_error(too_long, 422, "Tokenizer");
+  if (too_long) {
+    EXPECT_NE(too_long->body.find("more than the maximum of 64"), std::string::npos) << too_long->body;
+  }
+  const auto tokenize = post(c, "/tokenize", {{"inputs", "a photo"}});
+  expect_error(tokenize, 422, "Tokenizer");
+  if (tokenize) {
+    EXPECT_NE(tokenize->body.find("spiece.model"), std::string::npos) << tokenize->body;
+  }
+  EXPECT_EQ(server.terminate(), 0);
+}
+
 // An http server in the test process serving a fixture image: /img.png, /moved (a redirect to
 // it), /loop (a redirect to itself); anything else is 404.
 class ImageHost {

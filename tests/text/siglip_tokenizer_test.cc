@@ -36,6 +36,34 @@ TEST(SiglipSpmTokenizer, GivesTransformersIds) {
   std::printf("[siglip spm] %zu of %zu cases differ\n", wrong, e.at("cases").size());
 }
 
+// Truncation as transformers cuts (checked against the padded cases above for the right side):
+// from the start with truncation_side="left", and without "</s>" (add_special_tokens=False).
+TEST(SiglipSpmTokenizer, TruncatesFromEitherSideAroundTheEos) {
+  const SiglipSpmTokenizer t = SiglipSpmTokenizer::load(kFolder);
+  const std::string text = "one two three four five six seven eight nine ten";
+  const std::vector<int32_t> all = t.encode(text);
+  ASSERT_GT(all.size(), 6u);
+  ASSERT_EQ(all.back(), t.eos_id());
+  const std::vector<int32_t> body(all.begin(), all.end() - 1);
+  EXPECT_EQ(t.encode(text, false), body);
+  EXPECT_EQ(t.encode_truncated(text, all.size()), all) << "a text that fits is not cut";
+  std::vector<int32_t> right(body.begin(), body.begin() + 4);
+  right.push_back(t.eos_id());
+  EXPECT_EQ(t.encode_truncated(text, 5), right);
+  std::vector<int32_t> left(body.end() - 4, body.end());
+  left.push_back(t.eos_id());
+  EXPECT_EQ(t.encode_truncated(text, 5, true, true), left);
+  EXPECT_EQ(t.encode_truncated(text, 5, false), std::vector<int32_t>(body.begin(), body.begin() + 5));
+  EXPECT_EQ(t.encode_truncated(text, 1), std::vector<int32_t>{t.eos_id()});
+  EXPECT_THROW(t.encode_truncated(text, 0), std::exception);
+  // A text ending with "</s>" keeps it once, cut or not.
+  EXPECT_EQ(t.encode("a cat </s>").back(), t.eos_id());
+  EXPECT_NE(t.encode("a cat </s>").end()[-2], t.eos_id());
+  EXPECT_EQ(t.piece(t.eos_id()), "</s>");
+  EXPECT_EQ(t.piece(-1), "");
+  EXPECT_TRUE(t.is_special(t.pad_id()));
+}
+
 TEST(PythonLower, FullMappingsAndFinalSigma) {
   EXPECT_EQ(python_lower("ÀÉÎ ΣΊΣΥΦΟΣ ΟΔΟΣ. Σ AΣb"), "àéî σίσυφος οδος. σ aσb");
   EXPECT_EQ(python_lower("\xC4\xB0stanbul"), "i\xCC\x87stanbul");  // U+0130: i + U+0307

@@ -81,12 +81,12 @@ SEED = 2222
 N_IMAGES = 4
 
 
-def siglip_config():
+def siglip_config(vocab=VOCAB, text_pos=TEXT_POS):
     vision = dict(hidden_size=HIDDEN, intermediate_size=MLP, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                   num_channels=CHANNELS, image_size=IMAGE, patch_size=PATCH, hidden_act="gelu_pytorch_tanh",
                   layer_norm_eps=EPS)
-    text = dict(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=MLP, num_hidden_layers=LAYERS,
-                num_attention_heads=HEADS, max_position_embeddings=TEXT_POS, hidden_act="gelu_pytorch_tanh",
+    text = dict(vocab_size=vocab, hidden_size=HIDDEN, intermediate_size=MLP, num_hidden_layers=LAYERS,
+                num_attention_heads=HEADS, max_position_embeddings=text_pos, hidden_act="gelu_pytorch_tanh",
                 layer_norm_eps=EPS, pad_token_id=PAD_ID, bos_token_id=PAD_ID, eos_token_id=PAD_ID,
                 projection_size=HIDDEN)
     cfg = SiglipConfig(text_config=text, vision_config=vision)
