@@ -25,7 +25,8 @@ class Executor {
   // Makes `batch` current (uploads ids, type ids, sequence offsets). The batch must fit.
   virtual void set_batch(const Batch& batch) = 0;
   virtual void run(const std::string& program) = 0;
-  // Copies the current rows of `view` (T or B rows, view.cols wide) into dst, densely packed.
+  // Copies the current rows of `view` (T or B rows, view.cols wide) into dst, densely packed;
+  // an int32 buffer's values are converted to float.
   virtual void read(const View& view, float* dst) = 0;
   // Copies `rows` dense rows of view.cols values from src into the first rows of `view`, a view
   // of a persistent buffer (converted to its element type): inputs that outlive a batch, such as

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -97,8 +96,7 @@ void check_diffusion_gemma_layers(ProbedDiffusionGemma& p, plan::Executor& exec,
         exec.read(weights, w_rows.data());
         for (std::size_t r = 0; r < C; ++r)
           for (std::size_t k = 0; k < want.at("router_idx")[i][r].size(); ++k) {
-            int32_t id = 0;
-            std::memcpy(&id, &id_rows[r * ids.cols + k], sizeof id);  // an Elem::kI32 buffer
+            const auto id = static_cast<int32_t>(id_rows[r * ids.cols + k]);  // an int32 buffer's values
             EXPECT_EQ(id, want.at("router_idx")[i][r][k].get<int32_t>()) << what << " layer " << i << " row " << r;
             const double dw = std::abs(w_rows[r * weights.cols + k] - want.at("router_w")[i][r][k].get<double>());
             worst_w = std::max(worst_w, dw);

@@ -495,6 +495,16 @@ void CpuExecutor::read(const View& view, float* dst) {
   const std::size_t n = rows(view);
   const float* src = ptr(view);
   const std::size_t stride = ld(view);
+  if (plan_.buffers().at(static_cast<std::size_t>(view.buffer)).elem == plan::Elem::kI32) {
+    // 4-byte int slots: their values, as the CUDA executor reads them.
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t j = 0; j < view.cols; ++j) {
+        int32_t v = 0;
+        std::memcpy(&v, src + r * stride + j, sizeof v);
+        dst[r * view.cols + j] = static_cast<float>(v);
+      }
+    return;
+  }
   for (std::size_t r = 0; r < n; ++r)
     std::memcpy(dst + r * view.cols, src + r * stride, view.cols * sizeof(float));
 }
