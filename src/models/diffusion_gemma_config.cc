@@ -146,6 +146,7 @@ DiffusionGemmaConfig parse_diffusion_gemma_config(const json& j, const std::stri
 
 void check_diffusion_settings(const DiffusionSettings& s, const std::string& src) {
   check(s.max_new_tokens > 0, src, ": max_new_tokens must be positive, got ", s.max_new_tokens);
+  check(!s.max_length || *s.max_length > 0, src, ": max_length must be positive, got ", s.max_length.value_or(0));
   check(s.max_denoising_steps > 0, src, ": max_denoising_steps must be positive, got ", s.max_denoising_steps);
   check(s.t_min.has_value() == s.t_max.has_value(), src, ": t_min and t_max go together (both or neither)");
   if (s.t_min)
@@ -170,6 +171,8 @@ DiffusionSettings read_diffusion_settings(const std::filesystem::path& dir, int 
   const std::string src = file.string();
   s.max_new_tokens = d::int_in_range(j, "max_new_tokens", src, 1, INT_MAX, s.max_new_tokens);
   s.max_denoising_steps = d::int_in_range(j, "max_denoising_steps", src, 1, 1 << 20, s.max_denoising_steps);
+  if (const auto it = j.find("max_length"); it != j.end() && !it->is_null())
+    s.max_length = d::int_in_range(j, "max_length", src, 1, INT_MAX, 1);
   const auto number = [&](const char* key, std::optional<float> fallback) -> std::optional<float> {
     const auto it = j.find(key);
     if (it == j.end()) return fallback;

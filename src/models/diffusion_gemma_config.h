@@ -43,6 +43,9 @@ DiffusionGemmaConfig parse_diffusion_gemma_config(const nlohmann::json& j, const
 // defaults where a field is absent. Per request, each may be overridden.
 struct DiffusionSettings {
   int max_new_tokens = 256;
+  // The whole sequence's length cap (prompt included), when the file sets one: see
+  // runtime::diffusion_blocks for how transformers applies it.
+  std::optional<int> max_length;
   int max_denoising_steps = 48;
   // The temperature schedule T(n) = t_min + (t_max − t_min) · n / N; absent: T = 1.
   std::optional<double> t_min = 0.4, t_max = 0.8;  // as Python floats: T is f32(t_min + f32(t_max − t_min)·n/N)

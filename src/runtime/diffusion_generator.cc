@@ -15,6 +15,16 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
 
 }  // namespace
 
+std::size_t diffusion_blocks(const models::DiffusionSettings& s, std::size_t prompt, std::size_t C) {
+  const auto ceil_div = [C](std::size_t n) { return (n + C - 1) / C; };
+  if (!s.max_length) return ceil_div(static_cast<std::size_t>(s.max_new_tokens));
+  const auto cap = static_cast<std::size_t>(*s.max_length);
+  if (s.max_new_tokens == 256) return cap > prompt ? ceil_div(cap - prompt) : 0;
+  // The criterion is checked after a canvas is committed: at least one canvas is made.
+  const std::size_t by_cap = cap > prompt ? ceil_div(cap - prompt) : 1;
+  return std::min(ceil_div(static_cast<std::size_t>(s.max_new_tokens)), by_cap);
+}
+
 models::DiffusionSettings resolve_diffusion_settings(const models::DiffusionSettings& folder,
                                                      const GenerationRequest& r) {
   models::DiffusionSettings s = folder;
@@ -42,8 +52,7 @@ DiffusionGenerator::DiffusionGenerator(DiffusionRunner& runner, const models::Di
 
 std::size_t DiffusionGenerator::entries_needed(const GenerationRequest& r, const models::DiffusionSettings& s) const {
   const std::size_t C = runner_.canvas_length();
-  const std::size_t blocks = (static_cast<std::size_t>(s.max_new_tokens) + C - 1) / C;
-  return r.input_ids.size() + blocks * C;
+  return r.input_ids.size() + diffusion_blocks(s, r.input_ids.size(), C) * C;
 }
 
 void DiffusionGenerator::validate(const GenerationRequest& r) const {
@@ -58,6 +67,10 @@ void DiffusionGenerator::validate(const GenerationRequest& r) const {
   const models::DiffusionSettings s = resolve_diffusion_settings(defaults_, r);
   for (int32_t id : s.end_ids)
     check(id >= 0 && static_cast<std::size_t>(id) < V, "stop id ", id, " is outside the vocabulary of ", V);
+  // transformers returns the prompt alone here; an answer with nothing generated is refused.
+  check(diffusion_blocks(s, r.input_ids.size(), runner_.canvas_length()) > 0, "the prompt (", r.input_ids.size(),
+        " tokens) already reaches the folder's max_length of ", s.max_length.value_or(0),
+        " (generation_config.json): there is nothing to generate");
   const std::size_t need = entries_needed(r, s);
   check(need <= max_positions_, "the prompt (", r.input_ids.size(), " tokens) and ", s.max_new_tokens,
         " new tokens in canvases of ", runner_.canvas_length(), " need ", need, " positions; the model has ",
@@ -75,7 +88,7 @@ DiffusionGenerator::Id DiffusionGenerator::submit(GenerationRequest request, std
   s->draws = draws ? std::move(draws) : std::make_unique<SeededDraws>(request.options.seed);
   s->request = std::move(request);
   const std::size_t C = runner_.canvas_length();
-  s->blocks = (static_cast<std::size_t>(s->settings.max_new_tokens) + C - 1) / C;
+  s->blocks = diffusion_blocks(s->settings, s->request.input_ids.size(), C);
   s->start = std::chrono::steady_clock::now();
   if (tokenizer_) s->detok.emplace(*tokenizer_);
   s->result.prompt_tokens = s->request.input_ids.size();

@@ -93,9 +93,7 @@ std::optional<ParsedUrl> parse_url(const std::string& url, std::string& why) {
 std::string resolve(const ParsedUrl& base, const std::string& location) {
   if (location.find("://") != std::string::npos) return location;
   if (location.rfind("//", 0) == 0) return base.scheme + ":" + location;
-  const bool v6 = base.host.find(':') != std::string::npos;
-  const std::string origin = base.scheme + "://" + (v6 ? "[" + base.host + "]" : base.host) + ":" +
-                             std::to_string(base.port);
+  const std::string origin = base.origin();
   if (!location.empty() && location.front() == '/') return origin + location;
   const std::string path = base.target.substr(0, base.target.find('?'));
   return origin + path.substr(0, path.rfind('/') + 1) + location;

@@ -168,20 +168,24 @@ std::string tiny_pdf(const std::vector<std::string>& texts) {
     objs.push_back("<< /Length " + std::to_string(stream.size()) + " >>\nstream\n" + stream + "\nendstream");
   }
   objs.push_back("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
+  return pdf_from_objects(objs);
+}
+
+std::string pdf_from_objects(const std::vector<std::string>& objects) {
   std::string out = "%PDF-1.4\n";
   std::vector<std::size_t> offsets;
-  for (std::size_t i = 0; i < objs.size(); ++i) {
+  for (std::size_t i = 0; i < objects.size(); ++i) {
     offsets.push_back(out.size());
-    out += std::to_string(i + 1) + " 0 obj\n" + objs[i] + "\nendobj\n";
+    out += std::to_string(i + 1) + " 0 obj\n" + objects[i] + "\nendobj\n";
   }
   const std::size_t xref = out.size();
-  out += "xref\n0 " + std::to_string(objs.size() + 1) + "\n0000000000 65535 f \n";
+  out += "xref\n0 " + std::to_string(objects.size() + 1) + "\n0000000000 65535 f \n";
   for (std::size_t o : offsets) {
     char line[32];
     std::snprintf(line, sizeof line, "%010zu 00000 n \n", o);
     out += line;
   }
-  out += "trailer\n<< /Size " + std::to_string(objs.size() + 1) + " /Root 1 0 R >>\nstartxref\n" +
+  out += "trailer\n<< /Size " + std::to_string(objects.size() + 1) + " /Root 1 0 R >>\nstartxref\n" +
          std::to_string(xref) + "\n%%EOF\n";
   return out;
 }

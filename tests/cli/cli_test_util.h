@@ -68,5 +68,8 @@ inline constexpr double kTolerance = 1e-4;  // the oracle gate: max-abs on poole
 
 // A minimal PDF of our own: one page per text, each with a filled rectangle and the text.
 std::string tiny_pdf(const std::vector<std::string>& texts);
+// A PDF file of these objects (object i + 1 is objects[i]; object 1 the catalog): the header,
+// the cross-reference table with each object's offset, and the trailer.
+std::string pdf_from_objects(const std::vector<std::string>& objects);
 
 }  // namespace il::cli_test

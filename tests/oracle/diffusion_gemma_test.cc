@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <fstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "fixture.h"
 #include "inferencelayer/engine.h"
+#include "runtime/diffusion_generator.h"
 
 namespace il::test {
 namespace {
@@ -112,6 +115,64 @@ TEST(DiffusionGemma, RequestsDenoisedTogetherAnswerAsAlone) {
     EXPECT_EQ(together[i].tokens, alone[0].tokens) << "request " << i;
     EXPECT_FALSE(alone[0].tokens.empty());
   }
+}
+
+// generation_config.json's max_length as transformers 5.17's block-diffusion generate applies it
+// (generation_diffusion_gemma.py, _prepare_generated_length and MaxLengthCriteria): it replaces
+// max_new_tokens by max_length − prompt while max_new_tokens is the default 256, and otherwise
+// ends generation after the canvas that reaches it.
+TEST(DiffusionGemma, MaxLengthBoundsTheCanvasesAsTransformers) {
+  models::DiffusionSettings s;
+  const auto blocks = [&](std::optional<int> max_length, int max_new_tokens, std::size_t prompt) {
+    s.max_length = max_length;
+    s.max_new_tokens = max_new_tokens;
+    return runtime::diffusion_blocks(s, prompt, 8);
+  };
+  EXPECT_EQ(blocks(std::nullopt, 20, 15), 3u);
+  EXPECT_EQ(blocks(std::nullopt, 256, 15), 32u);
+  EXPECT_EQ(blocks(40, 256, 15), 4u);   // 25 new tokens
+  EXPECT_EQ(blocks(16, 256, 15), 1u);   // 1 new token: one canvas
+  EXPECT_EQ(blocks(15, 256, 15), 0u);   // nothing to generate
+  EXPECT_EQ(blocks(40, 20, 15), 3u);    // max_new_tokens first
+  EXPECT_EQ(blocks(30, 64, 15), 2u);    // 15 + 16 ≥ 30 after the second canvas
+  EXPECT_EQ(blocks(10, 64, 15), 1u);    // checked after the first canvas
+
+  // The folder's file: a copy of the fixture with max_length 40 and no max_new_tokens.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("il_dgemma_max_length_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"})
+    std::filesystem::copy_file(folder() / f, dir / f, std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json g = nlohmann::json::parse(std::ifstream(folder() / "generation_config.json"));
+  g.erase("max_new_tokens");
+  g["max_length"] = 40;
+  std::ofstream(dir / "generation_config.json") << g.dump();
+  EngineOptions o;
+  o.device = "cpu";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 256;
+  auto e = Engine::load(dir, o);
+  const auto request = [](std::size_t prompt, std::optional<std::size_t> max_new_tokens) {
+    GenerationRequest r;
+    for (std::size_t i = 0; i < prompt; ++i) r.input_ids.push_back(static_cast<int32_t>(3 + (7 * i) % 100));
+    r.options.seed = 5;
+    r.options.stop_ids = std::vector<int32_t>{};  // no end ids: every canvas is committed whole
+    r.diffusion.max_denoising_steps = 1;
+    r.diffusion.max_new_tokens = max_new_tokens;
+    return r;
+  };
+  EXPECT_EQ(e->generate({request(15, std::nullopt)})[0].tokens.size(), 32u);
+  EXPECT_EQ(e->generate({request(15, 64)})[0].tokens.size(), 32u);
+  EXPECT_EQ(e->generate({request(15, 12)})[0].tokens.size(), 16u);
+  EXPECT_EQ(e->generate({request(40, 8)})[0].tokens.size(), 8u);
+  try {
+    e->generate({request(40, std::nullopt)});
+    ADD_FAILURE() << "a prompt at max_length was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("max_length of 40"), std::string::npos) << err.what();
+  }
+  e.reset();
+  std::filesystem::remove_all(dir);
 }
 
 // Requests that commit different numbers of blocks at different step counts leave the running
