@@ -1,5 +1,8 @@
 #include "models/generation_config.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -34,6 +37,24 @@ GenerationDefaults read_generation_config(const std::filesystem::path& dir, int 
   }
   if (const auto it = j.find("pad_token_id"); it != j.end() && !it->is_null())
     g.pad_id = checked_id(*it, src, "pad_token_id", vocab);
+  const auto number = [&](const char* key, double fallback) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    check(it->is_number() && std::isfinite(it->get<double>()), src, ": field \"", key, "\" must be a number, got ",
+          d::describe(*it));
+    return it->get<double>();
+  };
+  bool sample = false;
+  if (const auto it = j.find("do_sample"); it != j.end() && !it->is_null()) {
+    check(it->is_boolean(), src, ": field \"do_sample\" must be true or false, got ", d::describe(*it));
+    sample = it->get<bool>();
+  }
+  if (sample) {
+    g.sampling.temperature = static_cast<float>(number("temperature", 1.0));
+    g.sampling.top_p = static_cast<float>(number("top_p", 1.0));
+    g.sampling.top_k = static_cast<std::size_t>(std::max(0.0, number("top_k", 0.0)));
+  }
+  g.sampling.repetition_penalty = static_cast<float>(number("repetition_penalty", 1.0));
   return g;
 }
 

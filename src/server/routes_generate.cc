@@ -9,12 +9,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include "core/error.h"
 #include "io/json_util.h"
+#include "models/generation_config.h"
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
 #include "server/http_server.h"
@@ -26,35 +25,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// What an omitted sampling field means: the folder's generation_config.json (do_sample false or
-// absent: greedy), as vLLM's OpenAI server takes it.
-struct SamplingDefaults {
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  std::size_t top_k = 0;
-  float repetition_penalty = 1.0f;
-};
-
-SamplingDefaults read_sampling_defaults(const std::string& folder) {
-  SamplingDefaults d;
-  if (folder.empty()) return d;
-  const std::filesystem::path file = std::filesystem::path(folder) / "generation_config.json";
-  std::ifstream in(file);
-  if (!in) return d;
-  const json j = json::parse(in, nullptr, false);
-  if (!j.is_object()) return d;  // the engine's loader already judged the file
-  const auto number = [&](const char* key, double fallback) {
-    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-  };
-  const bool sample = j.contains("do_sample") && j["do_sample"].is_boolean() && j["do_sample"].get<bool>();
-  if (sample) {
-    d.temperature = static_cast<float>(number("temperature", 1.0));
-    d.top_p = static_cast<float>(number("top_p", 1.0));
-    d.top_k = static_cast<std::size_t>(std::max(0.0, number("top_k", 0.0)));
-  }
-  d.repetition_penalty = static_cast<float>(number("repetition_penalty", 1.0));
-  return d;
-}
+using SamplingDefaults = models::SamplingDefaults;
 
 float get_float(const json& body, const char* field, float fallback, float lo, float hi) {
   if (!body.contains(field) || body[field].is_null()) return fallback;
@@ -465,7 +436,12 @@ void add_generation_routes(Router& router, Context& ctx) {
   // Registered before the info routes: on a generating model this /health is the one found.
   if (ctx.generation)
     router.add(Method::kGet, "/health", false, [&ctx](auto&, auto&, auto&) { return generation_health(ctx); });
-  const auto defaults = std::make_shared<SamplingDefaults>(read_sampling_defaults(ctx.options.model));
+  // What an omitted sampling field means: the folder's generation_config.json
+  // (models::SamplingDefaults); a model loaded from a config alone samples greedily.
+  const auto defaults = std::make_shared<SamplingDefaults>(
+      ctx.generation && !ctx.options.model.empty()
+          ? models::read_generation_config(ctx.options.model, ctx.engine.info().vocab).sampling
+          : SamplingDefaults{});
   router.add(Method::kPost, "/v1/completions", true,
              [&ctx, defaults](auto& req, auto&, auto& t) { return completions(ctx, *defaults, req, t); });
   router.add(Method::kPost, "/v1/chat/completions", true,
