@@ -32,9 +32,12 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIL_CUDA=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DIL_SANITIZE=address,undefined -DIL_BUILD_TESTS=ON >/dev/null
-ninja -C build-asan ops_tests core_tests io_tests oracle_tests http_tests image_decode_tests image_preprocess
+ninja -C build-asan ops_tests core_tests io_tests oracle_tests http_tests image_decode_tests image_preprocess \
+  text_sentencepiece_unit
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L 'unit|oracle|image' --output-on-failure -j "$jobs"
+# The SentencePiece model reader and SigLIP's tokenizer (label tokenizer, whose other tests need node).
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/text/text_sentencepiece_unit --gtest_brief=1
 
 # Fuzzing: clang + ASan + UBSan in build-fuzz (3 to 4 minutes to build on 2 cores), then 30 s
 # per target (eleven targets: about 6 minutes).

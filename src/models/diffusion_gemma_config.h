@@ -43,6 +43,7 @@ DiffusionGemmaConfig parse_diffusion_gemma_config(const nlohmann::json& j, const
 // defaults where a field is absent. Per request, each may be overridden.
 struct DiffusionSettings {
   int max_new_tokens = 256;
+  bool max_new_tokens_from_request = false;  // a request's own count: max_length never replaces it
   // The whole sequence's length cap (prompt included), when the file sets one: see
   // runtime::diffusion_blocks for how transformers applies it.
   std::optional<int> max_length;

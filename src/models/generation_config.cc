@@ -1,8 +1,5 @@
 #include "models/generation_config.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -37,10 +34,14 @@ GenerationDefaults read_generation_config(const std::filesystem::path& dir, int 
   }
   if (const auto it = j.find("pad_token_id"); it != j.end() && !it->is_null())
     g.pad_id = checked_id(*it, src, "pad_token_id", vocab);
-  const auto number = [&](const char* key, double fallback) {
+  // Each field within what a request may ask for (the server's ranges), checked whether or not
+  // do_sample makes it count.
+  const auto number = [&](const char* key, double fallback, double lo, double hi, bool open_lo) {
     const auto it = j.find(key);
     if (it == j.end() || it->is_null()) return fallback;
-    check(it->is_number() && std::isfinite(it->get<double>()), src, ": field \"", key, "\" must be a number, got ",
+    const bool ok = it->is_number() && (open_lo ? it->get<double>() > lo : it->get<double>() >= lo) &&
+                    it->get<double>() <= hi;
+    check(ok, src, ": field \"", key, "\" must be a number in ", open_lo ? "(" : "[", lo, ", ", hi, "], got ",
           d::describe(*it));
     return it->get<double>();
   };
@@ -49,12 +50,21 @@ GenerationDefaults read_generation_config(const std::filesystem::path& dir, int 
     check(it->is_boolean(), src, ": field \"do_sample\" must be true or false, got ", d::describe(*it));
     sample = it->get<bool>();
   }
-  if (sample) {
-    g.sampling.temperature = static_cast<float>(number("temperature", 1.0));
-    g.sampling.top_p = static_cast<float>(number("top_p", 1.0));
-    g.sampling.top_k = static_cast<std::size_t>(std::max(0.0, number("top_k", 0.0)));
+  const double temperature = number("temperature", 1.0, 0.0, 2.0, false);
+  const double top_p = number("top_p", 1.0, 0.0, 1.0, true);
+  double top_k = 0.0;
+  if (const auto it = j.find("top_k"); it != j.end() && !it->is_null()) {
+    check(it->is_number_integer() && it->get<long long>() >= 0 && it->get<long long>() <= (1 << 24), src,
+          ": field \"top_k\" must be an integer in [0, 16777216], got ", d::describe(*it));
+    top_k = static_cast<double>(it->get<long long>());
   }
-  g.sampling.repetition_penalty = static_cast<float>(number("repetition_penalty", 1.0));
+  const double penalty = number("repetition_penalty", 1.0, 0.01, 100.0, false);
+  if (sample) {
+    g.sampling.temperature = static_cast<float>(temperature);
+    g.sampling.top_p = static_cast<float>(top_p);
+    g.sampling.top_k = static_cast<std::size_t>(top_k);
+  }
+  g.sampling.repetition_penalty = static_cast<float>(penalty);
   return g;
 }
 

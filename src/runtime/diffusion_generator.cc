@@ -19,7 +19,7 @@ std::size_t diffusion_blocks(const models::DiffusionSettings& s, std::size_t pro
   const auto ceil_div = [C](std::size_t n) { return (n + C - 1) / C; };
   if (!s.max_length) return ceil_div(static_cast<std::size_t>(s.max_new_tokens));
   const auto cap = static_cast<std::size_t>(*s.max_length);
-  if (s.max_new_tokens == 256) return cap > prompt ? ceil_div(cap - prompt) : 0;
+  if (s.max_new_tokens == 256 && !s.max_new_tokens_from_request) return cap > prompt ? ceil_div(cap - prompt) : 0;
   // The criterion is checked after a canvas is committed: at least one canvas is made.
   const std::size_t by_cap = cap > prompt ? ceil_div(cap - prompt) : 1;
   return std::min(ceil_div(static_cast<std::size_t>(s.max_new_tokens)), by_cap);
@@ -33,6 +33,7 @@ models::DiffusionSettings resolve_diffusion_settings(const models::DiffusionSett
     check(*o.max_new_tokens > 0 && *o.max_new_tokens <= (1u << 30), "max_new_tokens must be in 1..2^30, got ",
           *o.max_new_tokens);
     s.max_new_tokens = static_cast<int>(*o.max_new_tokens);
+    s.max_new_tokens_from_request = true;
   }
   if (o.max_denoising_steps) s.max_denoising_steps = *o.max_denoising_steps;
   if (o.t_min) s.t_min = o.t_min;
@@ -72,7 +73,7 @@ void DiffusionGenerator::validate(const GenerationRequest& r) const {
         " tokens) already reaches the folder's max_length of ", s.max_length.value_or(0),
         " (generation_config.json): there is nothing to generate");
   const std::size_t need = entries_needed(r, s);
-  check(need <= max_positions_, "the prompt (", r.input_ids.size(), " tokens) and ", s.max_new_tokens,
+  check(need <= max_positions_, "the prompt (", r.input_ids.size(), " tokens) and ", need - r.input_ids.size(),
         " new tokens in canvases of ", runner_.canvas_length(), " need ", need, " positions; the model has ",
         max_positions_);
   check(runner_.pages_for(need) <= runner_.total_pages(), "the prompt and its canvases need ", need,

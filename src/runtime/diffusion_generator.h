@@ -27,16 +27,18 @@
 
 namespace il::runtime {
 
-// The folder's settings overridden by a request's (DiffusionOptions; stop ids from its
-// SamplingOptions), checked. Throws il::Error naming the setting.
 // How many canvases a prompt of `prompt` tokens gets, as transformers' block-diffusion generate
 // counts them: ceil(max_new_tokens / C), except that a max_length in the settings (the whole
 // sequence's cap) replaces max_new_tokens by max_length − prompt while max_new_tokens holds its
 // default 256 (_prepare_generated_length), and otherwise stops generation after the first
 // canvas that brings the sequence to max_length (MaxLengthCriteria, checked after each canvas).
-// 0 when the prompt alone reaches max_length under the default.
+// 0 when the prompt alone reaches max_length under the default. One difference: transformers
+// cannot tell a request's own 256 from the default; here a request's count is never replaced
+// (so a server's limit on it holds).
 std::size_t diffusion_blocks(const models::DiffusionSettings& s, std::size_t prompt, std::size_t C);
 
+// The folder's settings overridden by a request's (DiffusionOptions; stop ids from its
+// SamplingOptions), checked. Throws il::Error naming the setting.
 models::DiffusionSettings resolve_diffusion_settings(const models::DiffusionSettings& folder,
                                                      const GenerationRequest& r);
 

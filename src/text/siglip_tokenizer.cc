@@ -2,13 +2,14 @@
 
 #include <utf8proc.h>
 
-#include <fstream>
-#include <iterator>
+#include <algorithm>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_util.h"
+#include "io/regular_file.h"
 #include "text/unicode.h"
 
 namespace il::text {
@@ -94,10 +95,11 @@ std::string_view strip_right(std::string_view s) {
   return s.substr(0, end);
 }
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  check(static_cast<bool>(in), "cannot read ", p.string());
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+// il::Error for text that is not UTF-8, with text::Tokenizer's message: everything after works on
+// whole code points.
+void check_utf8(std::string_view text) {
+  if (const auto bad = unicode::find_invalid_utf8(text))
+    throw make_error("tokenizer: the text is not valid UTF-8 (byte ", *bad, " of ", text.size(), ")");
 }
 
 }  // namespace
@@ -150,26 +152,23 @@ SiglipSpmTokenizer::SiglipSpmTokenizer(SentencePieceEncoder encoder, bool lowerc
 SiglipSpmTokenizer SiglipSpmTokenizer::load(const std::filesystem::path& folder) {
   const std::filesystem::path model = folder / "spiece.model";
   const std::string source = model.string();
-  SentencePieceEncoder encoder(parse_sentencepiece_model(read_file(model), source), source);
+  SentencePieceEncoder encoder(parse_sentencepiece_model(io::read_regular_file(model), source), source);
   bool lowercase = true;
   std::size_t max_length = 64;
   const std::filesystem::path config = folder / "tokenizer_config.json";
   if (std::filesystem::exists(config)) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(config));
-    } catch (const nlohmann::json::exception& e) {
-      throw make_error(config.string(), ": not valid JSON (", e.what(), ")");
-    }
+    const nlohmann::json j = io::read_json_file(config);
     check(j.is_object(), config.string(), ": expected a JSON object");
     if (const auto it = j.find("do_lower_case"); it != j.end() && !it->is_null()) {
       check(it->is_boolean(), config.string(), ": field \"do_lower_case\" must be true or false");
       lowercase = it->get<bool>();
     }
+    // transformers saves a placeholder of 1e30 for "no limit": kept as a million (the engine cuts
+    // texts at the model's positions in any case).
     if (const auto it = j.find("model_max_length"); it != j.end() && !it->is_null()) {
-      check(it->is_number_integer() && it->get<long long>() >= 1 && it->get<long long>() <= 1'000'000, config.string(),
-            ": field \"model_max_length\" must be an integer in 1..1000000");
-      max_length = it->get<std::size_t>();
+      check(it->is_number() && it->get<double>() >= 1, config.string(),
+            ": field \"model_max_length\" must be a number of at least 1, got ", io::describe_json(*it));
+      max_length = static_cast<std::size_t>(std::min(it->get<double>(), 1e6));
     }
     for (const char* key : {"eos_token", "pad_token", "unk_token"})
       if (const auto it = j.find(key); it != j.end() && it->is_string()) {
@@ -189,6 +188,7 @@ std::vector<int32_t> SiglipSpmTokenizer::part_ids(std::string_view part) const {
 }
 
 std::vector<int32_t> SiglipSpmTokenizer::tokens(std::string_view text) const {
+  check_utf8(text);
   std::string s(kSpaceSymbol);
   for (std::size_t i = 0; i < text.size();) {
     if (text.substr(i, kSpaceSymbol.size()) == kSpaceSymbol) {

@@ -3,12 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "fixture.h"
 
 namespace il::test {
@@ -31,11 +33,17 @@ void add_probe(plan::Plan& p, const std::string& name, const std::string& last) 
   throw Error("no step " + last);
 }
 
+// The largest difference; a NaN counts as infinitely wrong. `want` must fit `got`.
 double max_abs_rows(const std::vector<float>& got, std::size_t cols, const nlohmann::json& want) {
+  check(want.size() * cols <= got.size() && (want.empty() || want[0].size() == cols), "fixture rows of ",
+        want.empty() ? 0 : want[0].size(), " values do not fit ", got.size() / std::max<std::size_t>(cols, 1),
+        " rows of ", cols);
   double m = 0;
   for (std::size_t r = 0; r < want.size(); ++r)
-    for (std::size_t j = 0; j < cols; ++j)
-      m = std::max(m, std::abs(static_cast<double>(got[r * cols + j]) - want[r][j].get<double>()));
+    for (std::size_t j = 0; j < cols; ++j) {
+      const double d = std::abs(static_cast<double>(got[r * cols + j]) - want[r][j].get<double>());
+      if (!(d <= m)) m = d == d ? d : INFINITY;
+    }
   return m;
 }
 
@@ -94,8 +102,9 @@ void check_diffusion_gemma_layers(ProbedDiffusionGemma& p, plan::Executor& exec,
         EXPECT_LE(err, tol.layer) << what << " layer " << i;
         exec.read(ids, id_rows.data());
         exec.read(weights, w_rows.data());
+        ASSERT_EQ(want.at("router_idx")[i].size(), C) << what;
         for (std::size_t r = 0; r < C; ++r)
-          for (std::size_t k = 0; k < want.at("router_idx")[i][r].size(); ++k) {
+          for (std::size_t k = 0; k < std::min<std::size_t>(want.at("router_idx")[i][r].size(), ids.cols); ++k) {
             const auto id = static_cast<int32_t>(id_rows[r * ids.cols + k]);  // an int32 buffer's values
             EXPECT_EQ(id, want.at("router_idx")[i][r][k].get<int32_t>()) << what << " layer " << i << " row " << r;
             const double dw = std::abs(w_rows[r * weights.cols + k] - want.at("router_w")[i][r][k].get<double>());

@@ -136,6 +136,10 @@ TEST(DiffusionGemma, MaxLengthBoundsTheCanvasesAsTransformers) {
   EXPECT_EQ(blocks(40, 20, 15), 3u);    // max_new_tokens first
   EXPECT_EQ(blocks(30, 64, 15), 2u);    // 15 + 16 ≥ 30 after the second canvas
   EXPECT_EQ(blocks(10, 64, 15), 1u);    // checked after the first canvas
+  EXPECT_EQ(blocks(8192, 256, 15), 1023u);
+  s.max_new_tokens_from_request = true;  // a request's own 256 is not the default
+  EXPECT_EQ(runtime::diffusion_blocks(s, 15, 8), 32u);
+  s.max_new_tokens_from_request = false;
 
   // The folder's file: a copy of the fixture with max_length 40 and no max_new_tokens.
   const std::filesystem::path dir =

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "text/siglip_tokenizer.h"
@@ -62,6 +64,38 @@ TEST(SiglipSpmTokenizer, TruncatesFromEitherSideAroundTheEos) {
   EXPECT_EQ(t.piece(t.eos_id()), "</s>");
   EXPECT_EQ(t.piece(-1), "");
   EXPECT_TRUE(t.is_special(t.pad_id()));
+}
+
+// Text that is not UTF-8 is refused, whatever the bytes (a lead byte at the very end included),
+// before any code point is read.
+TEST(SiglipSpmTokenizer, InvalidUtf8IsRefused) {
+  const SiglipSpmTokenizer t = SiglipSpmTokenizer::load(kFolder);
+  for (const std::string& bad : {std::string("a cat \xF0"), std::string("\xC3"), std::string("x\xFFy"),
+                                std::string("\xED\xA0\x80 surrogate"), std::string("ok </s>\xE2\x82")}) {
+    EXPECT_THROW(t.encode(bad), std::exception) << bad.size() << " bytes";
+    EXPECT_THROW(t.encode_truncated(bad, 4), std::exception);
+  }
+}
+
+// model_max_length: transformers' 1e30 placeholder ("no limit") loads; nonsense is refused
+// naming the file and field.
+TEST(SiglipSpmTokenizer, ModelMaxLengthPlaceholderLoads) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("il_siglip_spm_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kFolder / "spiece.model", dir / "spiece.model",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"model_max_length": 1000000000000000019884624838656})";
+  EXPECT_EQ(SiglipSpmTokenizer::load(dir).max_length(), 1000000u);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"model_max_length": "long"})";
+  try {
+    SiglipSpmTokenizer::load(dir);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("model_max_length"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PythonLower, FullMappingsAndFinalSigma) {

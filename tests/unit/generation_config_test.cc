@@ -74,6 +74,11 @@ TEST_F(GenerationConfigFile, BadFieldsAreRefusedNamingThem) {
   refused(R"({"do_sample": "yes"})", "do_sample");
   refused(R"({"do_sample": true, "temperature": "hot"})", "temperature");
   refused(R"({"repetition_penalty": [1]})", "repetition_penalty");
+  refused(R"({"temperature": 1e300})", "temperature");  // checked with or without do_sample
+  refused(R"({"do_sample": true, "top_p": 0})", "top_p");
+  refused(R"({"do_sample": true, "top_k": 2.5})", "top_k");
+  refused(R"({"top_k": 1e300})", "top_k");
+  refused(R"({"repetition_penalty": -1})", "repetition_penalty");
   refused(R"([1, 2])", "JSON object");
 }
 

@@ -514,6 +514,14 @@ void CpuExecutor::write(const View& view, const float* src, std::size_t n) {
   check(b.rows == Rows::kPersistent, "cpu executor: write into ", b.name, ", which is not a persistent buffer");
   check(n <= b.fixed_rows, "cpu executor: ", n, " rows written into ", b.name, " of ", b.fixed_rows, " rows");
   float* dst = ptr(view);
+  if (b.elem == plan::Elem::kI32) {  // 4-byte int slots: the values converted, as read gives them back
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t j = 0; j < view.cols; ++j) {
+        const auto v = static_cast<int32_t>(src[r * view.cols + j]);
+        std::memcpy(dst + r * b.cols + j, &v, sizeof v);
+      }
+    return;
+  }
   for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * b.cols, src + r * view.cols, view.cols * sizeof(float));
 }
 
