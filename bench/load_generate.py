@@ -12,9 +12,15 @@ and the device memory before/after when nvidia-smi is there. Standard library on
 
 The prompt ids are those of `inferencelayer bench-generate --text-tokens N` (the offline figure of
 the same engine on the same prompts).
+
+With --image PAGE.png the requests are page images instead: /v1/chat/completions with the image as
+a base64 data URI and --task's text (the server needs a tokenizer and chat template: serve
+--config with --tokenizer, e.g. bench/tools/make_glm_load_tokenizer.py's folder); each point then
+also reports pages per minute.
 """
 
 import argparse
+import base64
 import http.client
 import json
 import statistics
@@ -46,11 +52,11 @@ def device_memory_mib():
         return None
 
 
-def one_request(host, port, body, stats, lock):
+def one_request(host, port, path, body, stats, lock):
     start = time.perf_counter()
     conn = http.client.HTTPConnection(host, port, timeout=600)
     try:
-        conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
         res = conn.getresponse()
         if res.status != 200:
             res.read()
@@ -74,7 +80,11 @@ def one_request(host, port, body, stats, lock):
                 break
             now = time.perf_counter()
             chunk = json.loads(payload)
-            if chunk.get("choices") and chunk["choices"][0].get("finish_reason") is None:
+            choice = chunk["choices"][0] if chunk.get("choices") else None
+            # A token's chunk: a completion's text, or a chat delta holding content (the first one
+            # also names the role; a delta with the role alone holds no token).
+            if choice is not None and choice.get("finish_reason") is None and \
+                    ("delta" not in choice or choice["delta"].get("content") is not None):
                 if ttft is None:
                     ttft = now - start
                 elif last is not None:
@@ -96,14 +106,14 @@ def one_request(host, port, body, stats, lock):
         conn.close()
 
 
-def run_point(url, concurrency, requests, body):
+def run_point(url, concurrency, requests, path, body):
     u = urllib.parse.urlparse(url)
     stats = {"tokens": 0, "requests": 0, "errors": 0, "ttft": [], "itl": [], "statuses": {}, "exceptions": []}
     lock = threading.Lock()
 
     def client():
         for _ in range(requests):
-            one_request(u.hostname, u.port, body, stats, lock)
+            one_request(u.hostname, u.port, path, body, stats, lock)
 
     mem_before = device_memory_mib()
     t0 = time.perf_counter()
@@ -123,6 +133,7 @@ def run_point(url, concurrency, requests, body):
         "exceptions": stats["exceptions"][:3],
         "wall_s": round(wall, 3),
         "tokens_per_s": round(stats["tokens"] / wall, 1) if wall > 0 else None,
+        "requests_per_min": round(stats["requests"] * 60.0 / wall, 1) if wall > 0 else None,
         "ttft_ms_p50": ms(percentile(stats["ttft"], 50)),
         "ttft_ms_p99": ms(percentile(stats["ttft"], 99)),
         "itl_ms_p50": ms(percentile(stats["itl"], 50)),
@@ -142,13 +153,23 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--id-range", type=int, default=50000, help="prompt ids are 100 + (i * 7919) %% this")
+    ap.add_argument("--image", help="a page image: chat completions with it instead of token-id prompts")
+    ap.add_argument("--task", default="Text Recognition:", help="the text after the image (with --image)")
     a = ap.parse_args()
-    body = json.dumps({"prompt": prompt_ids(a.prompt_tokens, a.id_range), "max_tokens": a.max_tokens, "ignore_eos": True,
-                       "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True}})
+    common = {"max_tokens": a.max_tokens, "ignore_eos": True, "stream": True,
+              "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    if a.image:
+        data = base64.b64encode(open(a.image, "rb").read()).decode()
+        kind = "jpeg" if a.image.lower().endswith((".jpg", ".jpeg")) else "png"
+        content = [{"type": "image_url", "image_url": {"url": "data:image/%s;base64,%s" % (kind, data)}},
+                   {"type": "text", "text": a.task}]
+        path, body = "/v1/chat/completions", json.dumps({"messages": [{"role": "user", "content": content}], **common})
+    else:
+        path, body = "/v1/completions", json.dumps({"prompt": prompt_ids(a.prompt_tokens, a.id_range), **common})
     if a.warmup:
-        run_point(a.url, 4, 1, body)
+        run_point(a.url, 4, 1, path, body)
     for c in [int(x) for x in a.concurrency.split(",")]:
-        print(json.dumps(run_point(a.url, c, a.requests, body)), flush=True)
+        print(json.dumps(run_point(a.url, c, a.requests, path, body)), flush=True)
     return 0
 
 

@@ -41,6 +41,11 @@ struct EngineOptions {
   // handed out in pages of kv_page_size tokens.
   std::size_t kv_cache_tokens = 0;
   std::size_t kv_page_size = 64;
+  // Generating models: the prompt tokens plus image patches of the newcomers one step prefills
+  // while other sequences decode (0: whatever fits the batch, throughput first). Bounds how long
+  // a newcomer's prefill holds back the others' next token; a prompt is never split, so one
+  // larger than this still goes alone in its step.
+  std::size_t prefill_tokens_per_step = 0;
   // Encoder passes that may be in flight at once (Engine::lanes): on a GPU each lane is its own
   // stream and scratch over the one copy of the weights, so small passes from several threads
   // overlap on the device. 1 on the CPU and for generating models (one scheduler drives them).

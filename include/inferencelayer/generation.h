@@ -122,6 +122,10 @@ struct GenerationLoad {
   // Since the start: tokens where the anti-loop guard (SamplingOptions::no_repeat_ngram) banned
   // the most likely next token, i.e. the loops it broke.
   std::uint64_t guarded_tokens = 0;
+  // Since the start: requests admitted before an older one that waited for KV cache pages, when
+  // that could not hold it past the step by which its pages are sure to be free
+  // (runtime::Generator's backfilling).
+  std::uint64_t backfilled = 0;
 };
 
 }  // namespace il

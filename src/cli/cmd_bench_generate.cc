@@ -39,6 +39,7 @@ struct BenchGenerateArgs {
   std::size_t threads = 0;
   std::size_t max_batch_tokens = 16384;
   std::size_t kv_cache_tokens = 0;
+  std::size_t prefill_tokens_per_step = 0;
   int warmup = 1;
   bool json = false;
 };
@@ -78,6 +79,7 @@ void run(const BenchGenerateArgs& a) {
   o.threads = a.threads;
   o.max_batch_tokens = a.max_batch_tokens;
   o.kv_cache_tokens = a.kv_cache_tokens;
+  o.prefill_tokens_per_step = a.prefill_tokens_per_step;
   auto engine = Engine::load_random(a.config, "", o);
 
   // A page image: its grid (views) is what the release processor makes of it (the timed runs
@@ -240,6 +242,10 @@ Command add_bench_generate_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "CPU threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget of one forward")->capture_default_str();
   cmd->add_option("--kv-cache-tokens", a->kv_cache_tokens, "KV cache budget (0 = the device default)")
+      ->capture_default_str();
+  cmd->add_option("--prefill-tokens-per-step", a->prefill_tokens_per_step,
+                  "Newcomers' prompt tokens + image patches a step prefills while others decode (0 = no bound, as "
+                  "the ocr command and serve by default)")
       ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs per point")->capture_default_str();
   cmd->add_flag("--json", a->json, "One JSON line per point");

@@ -48,6 +48,7 @@ EngineOptions engine_options(const server::ServeOptions& o) {
   options.lanes = o.lanes > 0 ? o.lanes : 2;
   options.kv_cache_tokens = o.kv_cache_tokens;
   options.kv_page_size = o.kv_page_size;
+  options.prefill_tokens_per_step = o.prefill_tokens_per_step;
   return options;
 }
 
@@ -156,7 +157,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--config", o->config,
                   "Instead of --model: a config.json (or folder) served with random weights, for load tests")
       ->envname("IL_CONFIG");
-  cmd->add_option("--tokenizer", o->tokenizer, "With --config: the tokenizer.json (or a folder holding one) to use")
+  cmd->add_option("--tokenizer", o->tokenizer, "With --config: the tokenizer.json (or a folder holding one, whose chat template the chat route uses)")
       ->envname("IL_TOKENIZER");
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str()->envname("IL_HOST");
   cmd->add_option("--port", o->port, "Port (0 = any free port; the first stdout line names it)")
@@ -218,6 +219,10 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str()->envname("IL_KV_CACHE_TOKENS");
   cmd->add_option("--kv-page-size", o->kv_page_size, "Generating models: tokens per KV cache page")
       ->capture_default_str()->check(CLI::Range(1, 4096))->envname("IL_KV_PAGE_SIZE");
+  cmd->add_option("--prefill-tokens-per-step", o->prefill_tokens_per_step,
+                  "Generating models: prompt tokens plus image patches of newcomers one step prefills while other "
+                  "requests decode, bounding their inter-token latency (at least one newcomer a step; 0 = no bound)")
+      ->capture_default_str()->envname("IL_PREFILL_TOKENS_PER_STEP");
   cmd->add_option("--max-new-tokens-limit", o->max_new_tokens_limit,
                   "Generating models: the most tokens one request may ask for (max_tokens above it: 422)")
       ->capture_default_str()->check(CLI::Range(1, 1 << 24))->envname("IL_MAX_NEW_TOKENS_LIMIT");

@@ -88,6 +88,10 @@ class LocalEngine final : public Engine {
     const std::filesystem::path spiece = tok_path.parent_path() / "spiece.model";
     if (!tokenizer_ && !tok_path.empty() && model_.model_type == "siglip" && std::filesystem::exists(spiece))
       siglip_spm_.emplace(text::SiglipSpmTokenizer::load(tok_path.parent_path()));
+    if (siglip_spm_)
+      check(siglip_spm_->vocab_size() <= static_cast<std::size_t>(model_.limits.vocab), spiece.string(), " holds ",
+            siglip_spm_->vocab_size(), " pieces; the model's text vocabulary has ", model_.limits.vocab,
+            " (text_config.vocab_size): the tokenizer is not this model's");
     max_len_ = runtime::max_sequence_length(model_);
     info_ = runtime::describe(dir, model_,
                               tokenizer_     ? tokenizer_->model_type()
@@ -136,7 +140,8 @@ class LocalEngine final : public Engine {
                              tokenizer_ ? &*tokenizer_ : nullptr);
     }
     if (kv)
-      generator_.emplace(model_, *exec_, *kv, max_batch_tokens_, tokenizer_ ? &*tokenizer_ : nullptr);
+      generator_.emplace(model_, *exec_, *kv, max_batch_tokens_, tokenizer_ ? &*tokenizer_ : nullptr,
+                         options.prefill_tokens_per_step);
     info_.backend = exec_->backend_name();
     info_.compute_dtype = exec_->compute_dtype();
     // Encoded images: the folder's preprocessor_config.json; a model built from a config alone
@@ -797,95 +802,6 @@ class LocalEngine final : public Engine {
 };
 
 }  // namespace
-
-std::size_t Engine::prompt_tokens(std::string_view prompt) const {
-  if (prompt.empty()) return 0;  // sentence-transformers treats "" as no prompt
-  const TokenInput t = tokenize(prompt, true);
-  return t.ids.empty() ? 0 : t.ids.size() - 1;
-}
-
-// Defaults for engines without a tokenizer-level API of their own.
-TokenInput Engine::tokenize_with(std::string_view text, const TokenizeOptions& options) const {
-  check(options.add_special_tokens && !options.truncate_left && options.limit_length,
-        "this engine does not support these tokenization options");
-  return tokenize(text, options.truncate);
-}
-
-TokenInput Engine::tokenize_pair_with(std::string_view first, std::string_view second,
-                                      const TokenizeOptions& options) const {
-  check(options.add_special_tokens && !options.truncate_left && options.limit_length,
-        "this engine does not support these tokenization options");
-  return tokenize_pair(first, second, options.truncate);
-}
-
-std::vector<TokenDetail> Engine::token_details(std::string_view, const TokenizeOptions&) const {
-  throw Error("this engine does not report token spans");
-}
-
-std::vector<Matrix> Engine::token_vectors(const std::vector<TokenInput>&) {
-  throw Error("this engine does not produce per-token vectors");
-}
-
-std::vector<float> Engine::late_interaction(const TokenInput&, const std::vector<TokenInput>&) {
-  throw Error("this engine does not score by late interaction");
-}
-
-ImageInput Engine::load_image(const std::vector<std::uint8_t>&, std::string_view) const {
-  throw Error("this model takes no images");
-}
-
-Matrix Engine::embed_images(const std::vector<ImageInput>&, const EmbedOptions&) {
-  throw Error("this model takes no images");
-}
-
-std::vector<Matrix> Engine::image_hidden_states(const std::vector<ImageInput>&) {
-  throw Error("this model takes no images");
-}
-
-std::vector<GenerationResult> Engine::generate(const std::vector<GenerationRequest>&, const TokenCallback&) {
-  throw Error("this model does not generate text");
-}
-
-void Engine::check_generation_request(const GenerationRequest&) { throw Error("this model does not generate text"); }
-
-GenerationId Engine::submit_generation(GenerationRequest) { throw Error("this model does not generate text"); }
-std::vector<GenerationEvent> Engine::step_generation() { throw Error("this model does not generate text"); }
-GenerationResult Engine::take_generation_result(GenerationId) { throw Error("this model does not generate text"); }
-void Engine::cancel_generation(GenerationId) {}
-GenerationLoad Engine::generation_load() const { return {}; }
-
-PatchImage Engine::load_prompt_image(const std::vector<std::uint8_t>&, std::string_view, std::string_view) const {
-  throw Error("this model takes no images in its prompts");
-}
-
-std::vector<int32_t> Engine::expand_image_placeholders(const std::vector<int32_t>&,
-                                                      const std::vector<PatchImage>&) const {
-  throw Error("this model takes no images in its prompts");
-}
-
-GenerationRequest Engine::ocr_request(PatchImage, std::string_view) const {
-  throw Error("this model does not read pages (it is not an OCR model)");
-}
-
-std::vector<Matrix> Engine::vision_rows(const std::vector<PatchImage>&) {
-  throw Error("this model has no vision tower for generation");
-}
-
-std::vector<Matrix> Engine::sam_features(const std::vector<PatchImage>&) {
-  throw Error("this model has no SAM encoder (DeepSeek-OCR's)");
-}
-
-Matrix Engine::prompt_logits(const std::vector<GenerationRequest>&) {
-  throw Error("this model does not generate text");
-}
-
-Matrix Engine::canvas_logits(const std::vector<int32_t>&, const std::vector<int32_t>&, const Matrix*) {
-  throw Error("this model is not a block-diffusion model (it has no canvas)");
-}
-
-std::string Engine::decode(const std::vector<int32_t>&, bool) const {
-  throw Error("this engine cannot decode token ids");
-}
 
 std::unique_ptr<Engine> Engine::load_random(const std::filesystem::path& config_json,
                                             const std::filesystem::path& tokenizer_json,

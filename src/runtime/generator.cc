@@ -36,9 +36,9 @@ KvCacheLayout size_kv_cache(models::BuiltModel& model, std::size_t tokens, std::
 }
 
 Generator::Generator(const models::BuiltModel& model, plan::Executor& exec, KvCacheLayout layout,
-                     std::size_t max_batch_tokens, const text::Tokenizer* tokenizer)
+                     std::size_t max_batch_tokens, const text::Tokenizer* tokenizer, std::size_t prefill_per_step)
     : model_(model), spec_(*model.generation), exec_(exec), layout_(layout), max_tokens_(max_batch_tokens),
-      tokenizer_(tokenizer) {
+      prefill_per_step_(prefill_per_step), tokenizer_(tokenizer) {
   free_pages_.reserve(layout.pages);
   // Handed out from the back: lowest page numbers first.
   for (std::size_t p = layout.pages; p > 0; --p) free_pages_.push_back(static_cast<int32_t>(p - 1));
@@ -119,19 +119,70 @@ int32_t Generator::row_of(const Sequence& s, std::size_t index) const {
   return static_cast<int32_t>(static_cast<std::size_t>(s.pages.at(index / P)) * P + index % P);
 }
 
-// From the front of the queue, in order, as many requests as fit one prefill batch, one vision
-// batch and the free pages.
-std::vector<Generator::Sequence*> Generator::admit() {
+// The steps after which the running sequences are sure to have freed enough pages for a request
+// needing `need` (each ends at the latest when it reaches its max_new_tokens), and the pages then
+// free beyond `need`: the oldest waiting request's reservation, which backfilling respects.
+Generator::Reservation Generator::reserve(std::size_t need) const {
+  std::vector<std::pair<std::size_t, std::size_t>> ends;  // (steps left at most, pages held)
+  for (const auto& r : running_) {
+    const std::size_t made = r->result.tokens.size(), most = r->request.options.max_new_tokens;
+    ends.emplace_back(r->done || made >= most ? 0 : most - made, r->pages.size());
+  }
+  std::sort(ends.begin(), ends.end());
+  Reservation res;
+  std::size_t free = free_pages_.size();
+  for (const auto& [steps, pages] : ends) {
+    if (free >= need) break;
+    free += pages;
+    res.steps = steps;
+  }
+  res.spare_pages = free > need ? free - need : 0;
+  return res;
+}
+
+// From the queue, in order, as many requests as fit one prefill batch, one vision batch, the free
+// pages and, while others decode, the per-step prefill budget. When the oldest waiting request is
+// short of pages, later ones may start before it (backfilling, unless `backfill` is false) if
+// they fit the free pages now and either end (at their max_new_tokens) before its reservation's
+// step or use only pages its reservation leaves spare, and leave a decode slot. So short requests
+// do not wait behind a long one for no reason, and the long one starts no later than its
+// reservation's step: the step by which the running sequences are sure to have freed its pages
+// (recomputed every step, it only comes earlier). That is a worst-case bound: when sequences stop
+// early on an end id, strict first-come-first-served could have started it sooner.
+std::vector<Generator::Sequence*> Generator::admit(bool backfill) {
   std::vector<Sequence*> group;
   std::size_t tokens = 0, patches = 0;
-  while (!queue_.empty()) {
-    Sequence& s = *queue_.front();
+  const bool others_decoding = std::any_of(running_.begin(), running_.end(), [](const auto& r) { return !r->done; });
+  std::optional<Reservation> oldest;  // set once the oldest waiting request is short of pages
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    Sequence& s = **it;
     std::size_t p = 0;
     for (const PatchImage& im : s.request.images) p += im.rows.size() / im.patch_dim;
-    const std::size_t need = pages_needed(s.request);
-    if (tokens + s.history.size() > max_tokens_ || patches + p > max_tokens_ || need > free_pages_.size() ||
-        running_.size() + group.size() + 1 > max_tokens_)
+    // This step's batch is full: the rest wait for the next, in order. (A page's patches alone may
+    // pass the batch: view vision groups its views into batches itself; validate() holds the rest.)
+    if (tokens + s.history.size() > max_tokens_ || (!group.empty() && patches + p > max_tokens_) ||
+        running_.size() + 1 > max_tokens_)
       break;
+    if (prefill_per_step_ > 0 && others_decoding && !group.empty() &&
+        tokens + patches + s.history.size() + p > prefill_per_step_)
+      break;
+    const std::size_t need = pages_needed(s.request);
+    if (!oldest && need > free_pages_.size()) {
+      if (!backfill) break;
+      oldest = reserve(need);
+      ++it;
+      continue;
+    }
+    if (oldest) {
+      const bool ends_first = s.request.options.max_new_tokens <= oldest->steps;
+      if (need > free_pages_.size() || (!ends_first && need > oldest->spare_pages) ||
+          running_.size() + 2 > max_tokens_) {
+        ++it;
+        continue;
+      }
+      if (!ends_first) oldest->spare_pages -= need;
+      ++backfilled_;
+    }
     tokens += s.history.size();
     patches += p;
     for (std::size_t i = 0; i < need; ++i) {
@@ -140,8 +191,8 @@ std::vector<Generator::Sequence*> Generator::admit() {
     }
     s.sampler.emplace(s.request.options);
     if (tokenizer_) s.detok.emplace(*tokenizer_);
-    running_.push_back(std::move(queue_.front()));
-    queue_.pop_front();
+    running_.push_back(std::move(*it));
+    it = queue_.erase(it);
     group.push_back(running_.back().get());
   }
   return group;
@@ -304,7 +355,7 @@ std::vector<Generator::Event> Generator::step() {
   // Decode first for the sequences already running, then admit: a new prompt's first token comes
   // from its prefill's logits.
   decode(events);
-  const std::vector<Sequence*> group = admit();
+  const std::vector<Sequence*> group = admit(true);
   if (!group.empty()) prefill(group, true, &events, nullptr);
   check(!group.empty() || !running_.empty() || queue_.empty(),
         "generation: the next request does not fit the free KV cache");
@@ -359,6 +410,7 @@ GenerationLoad Generator::load() const {
   l.kv_pages_used = layout_.pages - free_pages_.size();
   l.kv_page_size = layout_.page_size;
   l.guarded_tokens = guarded_tokens_;
+  l.backfilled = backfilled_;
   return l;
 }
 
@@ -371,7 +423,8 @@ std::vector<std::vector<float>> Generator::prompt_logits(const std::vector<Gener
     submit(std::move(one));
   }
   while (!queue_.empty()) {
-    const std::vector<Sequence*> group = admit();
+    // In request order: the rows go out as they are prefilled.
+    const std::vector<Sequence*> group = admit(false);
     check(!group.empty(), "generation: a prompt does not fit the KV cache");
     prefill(group, false, nullptr, &out);
     for (auto& s : running_) release(*s);

@@ -7,7 +7,10 @@
 // per-sequence maximum, and the attention reads a sequence's entries through its page list.
 // A sequence reserves the pages for its prompt plus its max_new_tokens when it is admitted: it
 // can then never run out mid-generation (no preemption needed); the cost is pages reserved but
-// unused by sequences that stop early, released as they finish.
+// unused by sequences that stop early, released as they finish. Admission is first come, first
+// served, with backfilling (admit()): a later request may start before an older one that waits
+// for pages when that cannot delay the older one past the step by which the running sequences
+// are sure to have freed its pages.
 #pragma once
 
 #include <chrono>
@@ -43,8 +46,13 @@ KvCacheLayout size_kv_cache(models::BuiltModel& model, std::size_t tokens, std::
 class Generator {
  public:
   // `tokenizer` (may be null) decodes streamed text and stop strings.
+  // `prefill_per_step` (0: no bound) caps the prompt tokens plus image patches of the newcomers
+  // one step admits while other sequences are decoding: each step's prefill (and vision) then
+  // delays the running sequences' next token by a bounded amount (their inter-token latency), at
+  // some cost in throughput. At least one newcomer is admitted per step, whatever its size: a
+  // prompt is never split over steps. With nothing decoding, a step admits whatever fits.
   Generator(const models::BuiltModel& model, plan::Executor& exec, KvCacheLayout layout, std::size_t max_batch_tokens,
-            const text::Tokenizer* tokenizer);
+            const text::Tokenizer* tokenizer, std::size_t prefill_per_step = 0);
 
   using Id = std::size_t;
   // The checks submit makes (ids, images, options, whether it can ever fit), alone.
@@ -96,7 +104,12 @@ class Generator {
   };
 
   std::size_t pages_needed(const GenerationRequest& r) const;
-  std::vector<Sequence*> admit();
+  struct Reservation {
+    std::size_t steps = 0;        // decode steps until the pages are sure to be free
+    std::size_t spare_pages = 0;  // free then beyond the reserved request's need
+  };
+  Reservation reserve(std::size_t need) const;
+  std::vector<Sequence*> admit(bool backfill);
   void prefill(const std::vector<Sequence*>& group, bool sample, std::vector<Event>* events,
                std::vector<std::vector<float>>* logits_out);
   void run_vision(const std::vector<const PatchImage*>& images);
@@ -113,6 +126,7 @@ class Generator {
   plan::Executor& exec_;
   KvCacheLayout layout_;
   std::size_t max_tokens_;
+  std::size_t prefill_per_step_;
   const text::Tokenizer* tokenizer_;
   std::vector<int32_t> free_pages_;
   // Owned by pointer: admit() hands out pointers that must survive the containers growing.
@@ -122,6 +136,7 @@ class Generator {
   Id next_id_ = 0;
   std::vector<float> logits_;
   std::uint64_t guarded_tokens_ = 0;  // GenerationLoad::guarded_tokens
+  std::uint64_t backfilled_ = 0;      // GenerationLoad::backfilled
 };
 
 }  // namespace il::runtime

@@ -50,7 +50,7 @@ void GenScheduler::publish_load() {
     std::lock_guard lock(mutex_);
     load_ = l;
   }
-  metrics_.set_generation_load(l.running, l.waiting, l.kv_pages_used, l.kv_pages_total, l.guarded_tokens);
+  metrics_.set_generation_load(l);
 }
 
 // The requests that arrived since the last step join the engine's queue (checked there: a bad

@@ -126,6 +126,9 @@ std::string Metrics::render() const {
     gauge("il_generation_loop_guard_total",
           "Tokens where the anti-loop guard (no-repeat n-gram) banned the most likely next token.", "counter",
           guarded_.load());
+    gauge("il_generation_backfilled_total",
+          "Generation requests started before an older one waiting for KV cache pages (backfilling).",
+          "counter", backfilled_.load());
     gauge("il_generation_running", "Sequences decoding (holding KV cache pages).", "gauge", gen_running_.load());
     gauge("il_generation_waiting", "Generation requests waiting for room in the KV cache.", "gauge",
           gen_waiting_.load());

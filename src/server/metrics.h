@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "inferencelayer/generation.h"
+
 namespace il::server {
 
 struct HttpCounters;
@@ -53,13 +55,13 @@ class Metrics {
   void observe_inter_token(double seconds) { inter_token_.observe(seconds); }
   void count_generated(std::size_t tokens) { generated_.fetch_add(tokens); }
   void count_prompt_tokens(std::size_t tokens) { prompt_tokens_.fetch_add(tokens); }
-  void set_generation_load(std::size_t running, std::size_t waiting, std::size_t pages_used, std::size_t pages_total,
-                           std::uint64_t guarded_tokens = 0) {
-    guarded_.store(guarded_tokens);
-    gen_running_.store(running);
-    gen_waiting_.store(waiting);
-    kv_used_.store(pages_used);
-    kv_total_.store(pages_total);
+  void set_generation_load(const GenerationLoad& l) {
+    guarded_.store(l.guarded_tokens);
+    backfilled_.store(l.backfilled);
+    gen_running_.store(l.running);
+    gen_waiting_.store(l.waiting);
+    kv_used_.store(l.kv_pages_used);
+    kv_total_.store(l.kv_pages_total);
     generating_.store(true);
   }
   void count_cancelled() { cancelled_.fetch_add(1); }
@@ -80,7 +82,7 @@ class Metrics {
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> dropped_{0};
   Histogram first_token_, inter_token_;
-  std::atomic<std::uint64_t> generated_{0}, prompt_tokens_{0}, cancelled_{0}, guarded_{0};
+  std::atomic<std::uint64_t> generated_{0}, prompt_tokens_{0}, cancelled_{0}, guarded_{0}, backfilled_{0};
   std::atomic<std::size_t> gen_running_{0}, gen_waiting_{0}, kv_used_{0}, kv_total_{0};
   std::atomic<bool> generating_{false};
   const HttpCounters* http_ = nullptr;

@@ -46,6 +46,8 @@ struct ServeOptions {
   // Generating models.
   std::size_t kv_cache_tokens = 0;           // 0: the engine's default
   std::size_t kv_page_size = 64;
+  // Prompt tokens + image patches a step prefills while others decode (EngineOptions); 0: no bound.
+  std::size_t prefill_tokens_per_step = 0;
   std::size_t max_new_tokens_limit = 16384;  // a request asking more: 422
   std::size_t max_images_per_request = 8;    // more: 413
   UrlFetchOptions url_fetch;

@@ -98,7 +98,10 @@ struct Server::Impl final : HttpApp {
     if (engine->info().capabilities.generate) {
       generation.emplace(*engine, metrics);
       ctx.generation = &*generation;
-      ctx.chat_template = load_chat_template(o.model);
+      // With --config (random weights), a --tokenizer folder's chat template, if it has one.
+      ctx.chat_template = load_chat_template(!o.model.empty()                               ? o.model
+                                             : std::filesystem::is_directory(o.tokenizer) ? o.tokenizer
+                                                                                          : std::string());
     }
     add_generation_routes(routes, ctx);
     add_ocr_routes(routes, ctx);

@@ -10,6 +10,7 @@
 // same decoder) from the original folder's config.json and tensor names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -177,6 +178,32 @@ TEST(DeepseekOcrV1, PagesLastLogitsAndGreedyTokensMatchTheReference) {
     std::printf("[deepseek-ocr v1 cpu f32] %s: last logits max-abs %.3g\n", cases[i].name.c_str(), err);
     EXPECT_LE(err, 1e-4) << cases[i].name;
   }
+  const std::vector<GenerationResult> got = e->generate(requests);
+  for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
+}
+
+// A batch budget below a tiled page's patches (all its views together) but above each view and
+// each prompt: the page is admitted alone and its views run in several vision batches; the
+// tokens are the reference's. (The page used to wait forever for a batch that could hold it.)
+TEST(DeepseekOcrV1, APageLargerThanOneBatchStillRuns) {
+  const std::vector<PageCase> cases = page_cases("deepseek-ocr");
+  std::size_t widest_view = 0, largest_page = 0, longest_prompt = 0;
+  for (const PageCase& c : cases) {
+    for (int side : c.page.view_sides)
+      widest_view = std::max(widest_view, static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+    largest_page = std::max(largest_page, c.page.rows.size() / c.page.patch_dim);
+    longest_prompt = std::max(longest_prompt, c.input_ids.size());
+  }
+  const std::size_t budget = std::max(widest_view, longest_prompt);
+  ASSERT_LT(budget, largest_page) << "the fixture has a page of several views";
+  EngineOptions o;
+  o.device = "cpu";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 2048;
+  o.max_batch_tokens = budget;
+  auto e = Engine::load(fixtures_root() / "deepseek-ocr", o);
+  std::vector<GenerationRequest> requests;
+  for (const PageCase& c : cases) requests.push_back(page_request(c));
   const std::vector<GenerationResult> got = e->generate(requests);
   for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
 }

@@ -63,16 +63,21 @@ TEST(GlmOcr, VisionRowsMatchTransformers) {
   EXPECT_EQ(checked, 3u);
 }
 
+// Also with a cache of 14 pages, which holds the first two prompts (5 + 6 pages) but not the third
+// (6): the rows still come back in request order (the fourth, 3 pages, fits beside the first two,
+// but prompt logits are prefilled in order).
 TEST(GlmOcr, LastLogitsMatchTransformers) {
-  auto e = load();
-  const std::vector<GlmCase> cases = load_glm_cases();
-  const Matrix logits = e->prompt_logits(glm_requests(cases));
-  ASSERT_EQ(logits.rows, cases.size());
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    ASSERT_EQ(logits.cols, cases[i].last_logits.size());
-    const double err = max_abs(cases[i].last_logits, logits.row(i));
-    std::printf("[glm-ocr cpu f32] %s: last logits max-abs %.3g\n", cases[i].name.c_str(), err);
-    EXPECT_LE(err, 1e-3) << cases[i].name;
+  for (const std::size_t kv_tokens : {512, 56}) {
+    auto e = load(kv_tokens);
+    const std::vector<GlmCase> cases = load_glm_cases();
+    const Matrix logits = e->prompt_logits(glm_requests(cases));
+    ASSERT_EQ(logits.rows, cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      ASSERT_EQ(logits.cols, cases[i].last_logits.size());
+      const double err = max_abs(cases[i].last_logits, logits.row(i));
+      std::printf("[glm-ocr cpu f32] %s (cache %zu): last logits max-abs %.3g\n", cases[i].name.c_str(), kv_tokens, err);
+      EXPECT_LE(err, 1e-3) << cases[i].name << ", cache " << kv_tokens;
+    }
   }
 }
 
@@ -177,6 +182,108 @@ TEST(GlmOcr, IncrementalSubmitStepCancel) {
   EXPECT_EQ(l.running + l.waiting + l.kv_pages_used, 0u);
   EXPECT_THROW(e->take_generation_result(ids[1]), Error);
   e->cancel_generation(12345);  // unknown: ignored
+}
+
+// A per-step prefill budget of one token: while others decode, each step admits one newcomer
+// (never none, so a prompt larger than the budget still runs); with nothing decoding, a step
+// admits all that fit. The tokens are transformers' either way.
+TEST(GlmOcr, NewcomersJoinOneAStepWithinThePrefillBudget) {
+  EngineOptions o;
+  o.device = "cpu";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 512;
+  o.prefill_tokens_per_step = 1;
+  auto e = Engine::load(fixtures_root() / "glm-ocr", o);
+  const std::vector<GlmCase> cases = load_glm_cases();
+  ASSERT_GE(cases.size(), 4u);
+  std::map<GenerationId, std::size_t> case_of;
+  std::map<GenerationId, std::vector<int32_t>> streamed;
+  auto step = [&] {
+    for (const GenerationEvent& ev : e->step_generation()) streamed[ev.id].push_back(ev.token);
+  };
+  for (std::size_t i = 0; i < 2; ++i) case_of[e->submit_generation(cases[i].request)] = i;
+  step();
+  EXPECT_EQ(e->generation_load().running, 2u) << "nothing decoding: both admitted in one step";
+  for (std::size_t i = 2; i < 4; ++i) case_of[e->submit_generation(cases[i].request)] = i;
+  step();
+  GenerationLoad l = e->generation_load();
+  EXPECT_EQ(l.running, 3u) << "one newcomer while two decode";
+  EXPECT_EQ(l.waiting, 1u);
+  step();
+  l = e->generation_load();
+  EXPECT_EQ(l.running, 4u);
+  EXPECT_EQ(l.waiting, 0u);
+  for (int guard = 0; guard < 200 && (l.running > 0 || l.waiting > 0); ++guard) {
+    step();
+    l = e->generation_load();
+  }
+  for (const auto& [id, c] : case_of) EXPECT_EQ(streamed.at(id), cases[c].greedy) << cases[c].name;
+}
+
+GenerationRequest with_max_new(const GlmCase& c, std::size_t n) {
+  GenerationRequest r = c.request;
+  r.options.max_new_tokens = n;
+  return r;
+}
+
+// Backfilling: with pages of 4 and a cache of 20 pages, the page prompt (10 pages with 20 new
+// tokens) runs; the tall one (11 pages) must wait for it, and the text one asking 4 tokens (4
+// pages) starts before it because it ends long before the page prompt frees its pages. The tall
+// one still starts in the step after the page prompt ends, as first come, first served would.
+TEST(GlmOcr, ShortRequestsStartAheadOfOneWaitingForPagesWithoutDelayingIt) {
+  auto e = load(80);
+  const std::vector<GlmCase> cases = load_glm_cases();
+  std::map<GenerationId, std::vector<int32_t>> streamed;
+  std::map<GenerationId, int> first_step, last_step;
+  int step_no = 0;
+  auto step = [&] {
+    for (const GenerationEvent& ev : e->step_generation()) {
+      if (!first_step.count(ev.id)) first_step[ev.id] = step_no;
+      last_step[ev.id] = step_no;
+      streamed[ev.id].push_back(ev.token);
+    }
+    ++step_no;
+  };
+  const GenerationId a = e->submit_generation(cases.at(0).request);
+  step();
+  const GenerationId b = e->submit_generation(cases.at(1).request);
+  const GenerationId c = e->submit_generation(with_max_new(cases.at(3), 4));
+  step();
+  GenerationLoad l = e->generation_load();
+  EXPECT_EQ(l.running, 2u) << "the short text request started";
+  EXPECT_EQ(l.waiting, 1u);
+  EXPECT_EQ(l.backfilled, 1u);
+  for (int guard = 0; guard < 200 && (l.running > 0 || l.waiting > 0); ++guard) {
+    step();
+    l = e->generation_load();
+  }
+  EXPECT_EQ(streamed.at(a), cases.at(0).greedy);
+  EXPECT_EQ(streamed.at(b), cases.at(1).greedy);
+  EXPECT_EQ(streamed.at(c), std::vector<int32_t>(cases.at(3).greedy.begin(), cases.at(3).greedy.begin() + 4));
+  EXPECT_LT(last_step.at(c), last_step.at(a));
+  EXPECT_EQ(first_step.at(b), last_step.at(a) + 1) << "the waiting request starts once the page prompt's pages free";
+}
+
+// Backfilling leaves the oldest waiting request's pages: with 22 pages, the page prompt holding 10
+// and the tall one (asking 30 tokens: 14 pages) waiting, the pages free when the page prompt ends
+// leave 8 spare; a text request that would still run then and needs 9 waits, one that needs 8
+// starts.
+TEST(GlmOcr, BackfillingLeavesTheWaitingRequestsPages) {
+  auto e = load(88);
+  const std::vector<GlmCase> cases = load_glm_cases();
+  const GenerationId a = e->submit_generation(cases.at(0).request);
+  (void)e->step_generation();
+  const GenerationId b = e->submit_generation(with_max_new(cases.at(1), 30));
+  const GenerationId c = e->submit_generation(with_max_new(cases.at(3), 24));  // 34 tokens: 9 pages
+  const GenerationId d = e->submit_generation(with_max_new(cases.at(3), 20));  // 30 tokens: 8 pages
+  (void)e->step_generation();
+  const GenerationLoad l = e->generation_load();
+  EXPECT_EQ(l.running, 2u) << "the page prompt and the 8-page text request";
+  EXPECT_EQ(l.waiting, 2u);
+  EXPECT_EQ(l.backfilled, 1u);
+  EXPECT_EQ(l.kv_pages_used, 18u);
+  for (GenerationId id : {a, b, c, d}) e->cancel_generation(id);
+  EXPECT_EQ(e->generation_load().kv_pages_used, 0u);
 }
 
 TEST(GlmOcr, RefusesBadRequestsAndStaysUsable) {

@@ -269,6 +269,28 @@ TEST(GenerationRoutes, EmbeddingModelsRefuseGenerationAndBackAgain) {
   EXPECT_EQ(gen.terminate(), 0);
 }
 
+// serve --config (random weights, for load tests) takes its chat template from a --tokenizer
+// folder; given the tokenizer.json alone it has none, and the chat route says so.
+TEST(GenerationRoutes, RandomWeightsTakeTheChatTemplateOfTheTokenizerFolder) {
+  const std::string dir = cli_test::fixture_dir(kModel).string();
+  const json chat = {{"max_tokens", 3}, {"messages", json::array({{{"role", "user"}, {"content", "hello there"}}})}};
+  {
+    ServerProcess server("", {"--config", dir + "/config.json", "--tokenizer", dir, "--device", "cpu"});
+    ASSERT_TRUE(server.started());
+    auto c = server.client();
+    const auto r = post(c, "/v1/chat/completions", chat);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(body_of(r).at("usage").at("completion_tokens"), 3);
+    EXPECT_EQ(server.terminate(), 0);
+  }
+  ServerProcess bare("", {"--config", dir + "/config.json", "--tokenizer", dir + "/tokenizer.json", "--device", "cpu"});
+  ASSERT_TRUE(bare.started());
+  auto c = bare.client();
+  expect_openai_error(post(c, "/v1/chat/completions", chat), 424, "no chat template");
+  EXPECT_EQ(bare.terminate(), 0);
+}
+
 // A streaming client that leaves: its sequence is dropped at the next step (counted), and the
 // cache is empty again.
 TEST(GenerationRoutes, AClientThatLeavesFreesItsSequence) {

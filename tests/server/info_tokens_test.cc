@@ -119,11 +119,20 @@ TEST(ServerMetrics, DeviceEnergyAppearsOnceSet) {
 TEST(ServerMetrics, GenerationCountsTheLoopGuardsInterventions) {
   server::Metrics metrics;
   EXPECT_EQ(metrics.render().find("il_generation_loop_guard_total"), std::string::npos);  // not generating
-  metrics.set_generation_load(2, 1, 10, 64, 7);
+  GenerationLoad load;
+  load.running = 2;
+  load.waiting = 1;
+  load.kv_pages_used = 10;
+  load.kv_pages_total = 64;
+  load.guarded_tokens = 7;
+  load.backfilled = 3;
+  metrics.set_generation_load(load);
   const std::string m = metrics.render();
   EXPECT_NE(m.find("# TYPE il_generation_loop_guard_total counter\nil_generation_loop_guard_total 7\n"),
             std::string::npos)
       << m;
+  EXPECT_NE(m.find("il_generation_backfilled_total 3\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("il_generation_waiting 1\n"), std::string::npos) << m;
 }
 
 TEST_F(InfoTokens, SmallBatchBudgetStillAnswersBigRequests) {
