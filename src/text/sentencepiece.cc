@@ -38,14 +38,19 @@ SentencePieceEncoder::SentencePieceEncoder(SentencePieceModel model, const std::
     const Json none;
     charsmap_.emplace(model_.precompiled_charsmap, JsonRef(source, none, "normalizer_spec.precompiled_charsmap"));
   }
-  std::vector<std::string> keys(model_.pieces.size());
+  std::vector<std::string> keys(model_.pieces.size()), user_keys(model_.pieces.size());
   float min_score = FLT_MAX;
   max_score_ = FLT_MIN;  // the library's starting value: normal scores are negative
   for (std::size_t id = 0; id < model_.pieces.size(); ++id) {
     const SentencePieceModel::Piece& p = model_.pieces[id];
-    ids_.emplace(p.text, static_cast<int32_t>(id));  // the first of equal spellings, as the library keeps it
+    // The library keeps normal, user-defined and unused pieces in one map and the reserved ones
+    // (control, unknown, byte) in another, and refuses a spelling twice within one of them ("is
+    // already defined").
+    const bool reserved = p.type == Type::kControl || p.type == Type::kUnknown || p.type == Type::kByte;
+    const auto [at, fresh] = (reserved ? reserved_ids_ : ids_).emplace(p.text, static_cast<int32_t>(id));
+    check(fresh, source, ": pieces ", at->second, " and ", id, " are both spelled \"", p.text, "\"");
     if (may_match(p.type)) keys[id] = p.text;
-    if (p.type == Type::kUserDefined) user_defined_.push_back(p.text);
+    if (p.type == Type::kUserDefined) user_keys[id] = p.text;
     if (p.type == Type::kNormal) {
       min_score = std::min(min_score, p.score);
       max_score_ = std::max(max_score_, p.score);
@@ -54,13 +59,13 @@ SentencePieceEncoder::SentencePieceEncoder(SentencePieceModel model, const std::
   check(model_.unk_id >= 0 && model_.pieces[static_cast<std::size_t>(model_.unk_id)].type == Type::kUnknown, source,
         ": the unknown id ", model_.unk_id, " is not the model's unknown piece");
   trie_.build(keys);
+  user_defined_.build(user_keys);
   unk_score_ = min_score - kUnknownPenalty;
 }
 
 std::pair<std::string_view, std::size_t> SentencePieceEncoder::normalize_prefix(std::string_view text) const {
-  std::size_t user = 0;
-  for (const std::string& u : user_defined_)
-    if (u.size() > user && text.substr(0, u.size()) == u) user = u.size();
+  std::size_t user = 0;  // the longest user-defined piece the text starts with
+  user_defined_.for_each_prefix(text, [&](std::size_t length, int32_t) { user = length; });
   if (user > 0) return {text.substr(0, user), user};
   if (charsmap_)
     if (const auto hit = charsmap_->longest_prefix(text)) return *hit;
@@ -148,9 +153,11 @@ std::vector<int32_t> SentencePieceEncoder::encode(std::string_view text) const {
 }
 
 std::optional<int32_t> SentencePieceEncoder::piece_id(std::string_view piece) const {
-  const auto it = ids_.find(std::string(piece));
-  if (it == ids_.end()) return std::nullopt;
-  return it->second;
+  // The reserved spelling first, as the library's PieceToId looks it up.
+  const std::string key(piece);
+  if (const auto it = reserved_ids_.find(key); it != reserved_ids_.end()) return it->second;
+  if (const auto it = ids_.find(key); it != ids_.end()) return it->second;
+  return std::nullopt;
 }
 
 }  // namespace il::text

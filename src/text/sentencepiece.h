@@ -34,7 +34,8 @@ class SentencePieceEncoder {
   std::string normalize(std::string_view text) const;
   // The ids of the text's pieces.
   std::vector<int32_t> encode(std::string_view text) const;
-  // The id of a piece spelled exactly `piece` (any type), or nullopt.
+  // The id of a piece spelled exactly `piece` (any type; a control, unknown or byte piece before
+  // another spelled the same), or nullopt.
   std::optional<int32_t> piece_id(std::string_view piece) const;
   const SentencePieceModel& model() const { return model_; }
 
@@ -45,8 +46,9 @@ class SentencePieceEncoder {
   SentencePieceModel model_;
   std::optional<PrecompiledCharsmap> charsmap_;
   UnigramTrie trie_;                     // the pieces that may match, by id
-  std::vector<std::string> user_defined_;  // matched first by the normaliser, copied as they are
-  std::unordered_map<std::string, int32_t> ids_;
+  UnigramTrie user_defined_;             // matched first by the normaliser, copied as they are
+  std::unordered_map<std::string, int32_t> ids_;           // normal, user-defined and unused pieces
+  std::unordered_map<std::string, int32_t> reserved_ids_;  // control, unknown and byte pieces
   float unk_score_ = 0.0f;
   float max_score_ = 0.0f;
 };

@@ -149,6 +149,21 @@ TEST(SiglipCli, SpieceFolderEmbedsTextsAsTransformers) {
   expect_contains(info.out, {"Unigram (spiece.model, SiglipTokenizer)"});
 }
 
+// A spiece.model with more pieces than the model's text vocabulary is not this model's tokenizer:
+// the load is refused naming the file (one more piece appended to the fixture's: protobuf
+// messages concatenate, so the appended field is the 701st piece).
+TEST(SiglipCli, SpieceModelLargerThanTheVocabularyIsRefused) {
+  ScratchDir tmp;
+  const std::filesystem::path dir = copy_fixture("siglip-spm-joint", tmp);
+  const std::string text = "zzqx";
+  const std::string piece_body = std::string{0x0a, static_cast<char>(text.size())} + text + std::string{0x18, 0x01};
+  std::ofstream(dir / "spiece.model", std::ios::binary | std::ios::app)
+      << std::string{0x0a, static_cast<char>(piece_body.size())} << piece_body;
+  const auto r = run_cli(cli_args({"info", "--model", dir.string()}));
+  EXPECT_EQ(r.status, 1) << r.err;  // a model that does not load
+  expect_contains(r.err, {"spiece.model holds 701 pieces", "text vocabulary has 700"});
+}
+
 // bench/configs/siglip-base-patch16-224.json builds with random weights and runs its vision
 // tower on random images: 196 patch tokens an image; a length other than the patch count is
 // refused. (siglip-so400m-patch14-384.json, 2 × 400M parameters, is run by hand: 729 patches.)

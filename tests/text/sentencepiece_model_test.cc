@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "text/sentencepiece.h"
 #include "text/sentencepiece_model.h"
+#include "sentencepiece_test_util.h"
 
 namespace il::text {
 namespace {
@@ -100,6 +102,51 @@ TEST(SentencePieceModel, RefusesMalformedFiles) {
   EXPECT_NE(says(key(1, 2) + varint(127)).find("past its end"), std::string::npos);
   EXPECT_NE(says(piece("a") + specials + key(3, 2)).find("ends inside a number"), std::string::npos);
   EXPECT_NE(says(piece("a") + specials + key(7, 3)).find("wire type 3"), std::string::npos);  // a group
+}
+
+// The encoder over hand-made models: pieces 0 <unk> (unknown), then `rest`; unk id 0.
+std::string model_of(const std::string& rest, const std::string& normalizer = "") {
+  const std::string specials = message(2, number(40, 0) + number(41, -1) + number(42, -1));
+  return piece("<unk>", 2) + rest + specials + (normalizer.empty() ? "" : message(3, normalizer));
+}
+
+std::string encoder_error(const std::string& bytes) {
+  try {
+    SentencePieceEncoder(parse_sentencepiece_model(bytes, "x/spiece.model"), "x/spiece.model");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+// The library refuses a model spelling two pieces the same within its normal pieces (normal,
+// user-defined, unused) or within its reserved ones (control, unknown, byte): "is already defined".
+// A control piece may share a normal piece's spelling; looking the spelling up gives the control one.
+TEST(SentencePieceEncoder, RefusesTwoPiecesSpelledTheSame) {
+  EXPECT_EQ(encoder_error(model_of(piece("a") + piece("b"))), "accepted");
+  const std::string e = encoder_error(model_of(piece("a") + piece("b") + piece("a", 4)));
+  EXPECT_NE(e.find("x/spiece.model: pieces 1 and 3 are both spelled \"a\""), std::string::npos) << e;
+  const std::string r = encoder_error(model_of(piece("</s>", 3) + piece("b") + piece("</s>", 3)));
+  EXPECT_NE(r.find("pieces 1 and 3 are both spelled \"</s>\""), std::string::npos) << r;
+  const std::string both = model_of(piece("a") + piece("a", 3));
+  ASSERT_EQ(encoder_error(both), "accepted");
+  const SentencePieceEncoder enc(parse_sentencepiece_model(both, "m"), "m");
+  EXPECT_EQ(enc.piece_id("a"), 2);
+}
+
+// User-defined pieces are copied by the normaliser as they are, the longest one first, before
+// the charsmap: with "ab" and "abc" user-defined and a charsmap upper-casing b and c, "abcbc"
+// keeps "abc" and maps the rest.
+TEST(SentencePieceEncoder, LongestUserDefinedPieceComesBeforeTheCharsmap) {
+  const std::string map = spm_testing::charsmap({{"b", "B"}, {"c", "C"}});
+  const std::string normalizer = message(1, "custom") + message(2, map);
+  const std::string pieces = piece("ab", 4) + piece("abc", 4) + piece("\xE2\x96\x81") + piece("B") + piece("C");
+  const SentencePieceEncoder both(parse_sentencepiece_model(model_of(pieces, normalizer), "m"), "m");
+  EXPECT_EQ(both.normalize("abcbc"), "\xE2\x96\x81" "abcBC");
+  const SentencePieceEncoder shorter(
+      parse_sentencepiece_model(model_of(piece("ab", 4) + piece("\xE2\x96\x81") + piece("B") + piece("C"), normalizer), "m"),
+      "m");
+  EXPECT_EQ(shorter.normalize("abcbc"), "\xE2\x96\x81" "abCBC");
 }
 
 }  // namespace
