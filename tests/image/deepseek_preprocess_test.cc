@@ -154,6 +154,40 @@ TEST(DeepseekV1Modes, ViewsPerMode) {
   EXPECT_TRUE(deepseek_views(solid(640, 300, 9), deepseek_v1_mode("gundam")).tiles.empty());
 }
 
+// v1's views against its reference steps run through Pillow (tests/fixtures/images/deepseek-v1,
+// tools/oracle/make_deepseek_v1_preprocess_fixture.py): every mode on eight synthetic pages (within
+// a tile, on several grids, extreme aspects): the tile grid, and the uint8 values of the global
+// view and the tiles (SHA-256, CHW), i.e. Pillow's resize filter and ImageOps.pad's rounding.
+TEST(DeepseekV1Modes, ViewsMatchPillow) {
+  const auto path = std::filesystem::path(IL_IMAGE_SOURCE_DIR) / "tests" / "fixtures" / "images" / "deepseek-v1" /
+                    "expected.json";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << path;
+  const nlohmann::json j = nlohmann::json::parse(f);
+  std::size_t checked = 0;
+  for (const auto& c : j.at("cases")) {
+    const std::size_t h = c.at("height"), w = c.at("width");
+    const RgbImage im = page(h, w);
+    for (const auto& [mode, want] : c.at("modes").items()) {
+      const std::string what = mode + " " + std::to_string(w) + "x" + std::to_string(h);
+      const DeepseekViews v = deepseek_views(im, deepseek_v1_mode(mode));
+      ASSERT_EQ(v.tiles.size(), want.at("tiles").get<std::size_t>()) << what;
+      if (!v.tiles.empty()) {
+        EXPECT_EQ(v.columns, want.at("grid")[0].get<std::size_t>()) << what;
+        EXPECT_EQ(v.rows, want.at("grid")[1].get<std::size_t>()) << what;
+        std::vector<const RgbImage*> tiles;
+        for (const RgbImage& t : v.tiles) tiles.push_back(&t);
+        EXPECT_EQ(test::sha256_hex(chw_bytes(tiles)), want.at("tiles_sha256")) << what;
+      }
+      EXPECT_EQ(v.global.width, want.at("global_side").get<std::size_t>()) << what;
+      EXPECT_EQ(v.global.height, want.at("global_side").get<std::size_t>()) << what;
+      EXPECT_EQ(test::sha256_hex(chw_bytes({&v.global})), want.at("global_sha256")) << what;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 40u);
+}
+
 // ImageOps.pad: the fit is round(997 / 1000 · 1024) = 1021 rows, placed at round(3 / 2) = 2 (half
 // to even), where the OCR-2 processor's pad_to_square puts it at ⌊3 / 2⌋ = 1.
 TEST(DeepseekV1Modes, PadRoundsTheOffsetAsPillow) {
