@@ -116,6 +116,7 @@ struct GenerationEvent {
 struct GenerationLoad {
   std::size_t running = 0;       // sequences holding KV cache pages
   std::size_t waiting = 0;       // submitted, not admitted yet
+  std::size_t prefilling = 0;    // of the running: prompts part in the KV cache (chunked prefill)
   std::size_t kv_pages_used = 0;
   std::size_t kv_pages_total = 0;
   std::size_t kv_page_size = 0;  // tokens per page

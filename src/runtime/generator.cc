@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "runtime/merge_window_vision_batch.h"
@@ -124,9 +125,20 @@ int32_t Generator::row_of(const Sequence& s, std::size_t index) const {
 // free beyond `need`: the oldest waiting request's reservation, which backfilling respects.
 Generator::Reservation Generator::reserve(std::size_t need) const {
   std::vector<std::pair<std::size_t, std::size_t>> ends;  // (steps left at most, pages held)
+  // A prompt still prefilling in chunks adds the steps its rest and the rest of those before it
+  // (served oldest first) take at the fewest tokens a step gives them.
+  const std::size_t per_step =
+      prefill_per_step_ > 0 ? std::max<std::size_t>(1, std::min(prefill_per_step_, max_tokens_ - std::min(max_tokens_ - 1, running_.size())))
+                            : max_tokens_;
+  std::size_t unprefilled = 0;
   for (const auto& r : running_) {
     const std::size_t made = r->result.tokens.size(), most = r->request.options.max_new_tokens;
-    ends.emplace_back(r->done || made >= most ? 0 : most - made, r->pages.size());
+    std::size_t steps = r->done || made >= most ? 0 : most - made;
+    if (!r->done && prefilling(*r)) {
+      unprefilled += r->result.prompt_tokens - r->cached;
+      steps += ceil_div(unprefilled, per_step);
+    }
+    ends.emplace_back(steps, r->pages.size());
   }
   std::sort(ends.begin(), ends.end());
   Reservation res;
@@ -149,22 +161,44 @@ Generator::Reservation Generator::reserve(std::size_t need) const {
 // reservation's step: the step by which the running sequences are sure to have freed its pages
 // (recomputed every step, it only comes earlier). That is a worst-case bound: when sequences stop
 // early on an end id, strict first-come-first-served could have started it sooner.
-std::vector<Generator::Sequence*> Generator::admit(bool backfill) {
+std::size_t Generator::unsplit_head(const GenerationRequest& r) const {
+  if (r.images.empty()) return 1;
+  std::size_t head = 1;
+  for (std::size_t i = 0; i < r.input_ids.size(); ++i)
+    if (r.input_ids[i] == spec_.image_token) head = i + 1;
+  return head;
+}
+
+std::vector<Generator::Sequence*> Generator::admit(bool backfill, std::size_t budget, bool chunked) {
   std::vector<Sequence*> group;
   std::size_t tokens = 0, patches = 0;
   const bool others_decoding = std::any_of(running_.begin(), running_.end(), [](const auto& r) { return !r->done; });
+  const bool bounded = budget != std::numeric_limits<std::size_t>::max() && others_decoding;
   std::optional<Reservation> oldest;  // set once the oldest waiting request is short of pages
   for (auto it = queue_.begin(); it != queue_.end();) {
     Sequence& s = **it;
     std::size_t p = 0;
     for (const PatchImage& im : s.request.images) p += im.rows.size() / im.patch_dim;
+    // Within the budget: the whole prompt, or a first chunk of what is left of it (at least its
+    // unsplit head, which runs alone over the budget when nothing else prefills this step).
+    std::size_t first = s.history.size();
+    if (bounded) {
+      const std::size_t used = tokens + patches + p;
+      const std::size_t room = used < budget ? budget - used : 0;
+      if (first > room) {
+        const std::size_t head = unsplit_head(s.request);
+        if (room >= head)
+          first = room;
+        else if (group.empty() && !chunked)
+          first = head;
+        else
+          break;
+      }
+    }
     // This step's batch is full: the rest wait for the next, in order. (A page's patches alone may
     // pass the batch: view vision groups its views into batches itself; validate() holds the rest.)
-    if (tokens + s.history.size() > max_tokens_ || (!group.empty() && patches + p > max_tokens_) ||
+    if (tokens + first > max_tokens_ || (!group.empty() && patches + p > max_tokens_) ||
         running_.size() + 1 > max_tokens_)
-      break;
-    if (prefill_per_step_ > 0 && others_decoding && !group.empty() &&
-        tokens + patches + s.history.size() + p > prefill_per_step_)
       break;
     const std::size_t need = pages_needed(s.request);
     if (!oldest && need > free_pages_.size()) {
@@ -183,8 +217,9 @@ std::vector<Generator::Sequence*> Generator::admit(bool backfill) {
       if (!ends_first) oldest->spare_pages -= need;
       ++backfilled_;
     }
-    tokens += s.history.size();
+    tokens += first;
     patches += p;
+    s.first_chunk = first;
     for (std::size_t i = 0; i < need; ++i) {
       s.pages.push_back(free_pages_.back());
       free_pages_.pop_back();
@@ -233,23 +268,27 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
   std::vector<int32_t> axes[3];
   int32_t image_row = 0;
   for (Sequence* s : group) {
-    const std::vector<int32_t>& ids = s->history;
-    b.tokens.insert(b.tokens.end(), ids.begin(), ids.end());
-    for (std::size_t i = 0; i < ids.size(); ++i) b.cache_rows.push_back(row_of(*s, i));
+    // The prompt, or its first chunk (the rest follows in later steps' decode batches).
+    const std::vector<int32_t>& prompt = s->history;
+    const std::size_t n = s->first_chunk, whole = prompt.size();
+    b.tokens.insert(b.tokens.end(), prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n));
+    for (std::size_t i = 0; i < n; ++i) b.cache_rows.push_back(row_of(*s, i));
     if (mrope) {
       std::vector<std::array<int, 3>> grids;
       for (const PatchImage& im : s->request.images) grids.push_back(im.grid_thw);
-      const models::PromptPositions p = spec_.prompt_positions(ids, grids);
+      models::PromptPositions p = spec_.prompt_positions(prompt, grids);
       for (std::size_t a = 0; a < 3; ++a)
-        axes[a].insert(axes[a].end(), p.axes.begin() + static_cast<std::ptrdiff_t>(a * ids.size()),
-                       p.axes.begin() + static_cast<std::ptrdiff_t>((a + 1) * ids.size()));
+        axes[a].insert(axes[a].end(), p.axes.begin() + static_cast<std::ptrdiff_t>(a * whole),
+                       p.axes.begin() + static_cast<std::ptrdiff_t>(a * whole + n));
       s->delta = p.delta;
+      if (n < whole) s->prompt_axes = std::move(p.axes);
     } else {
-      for (std::size_t i = 0; i < ids.size(); ++i) axes[0].push_back(static_cast<int32_t>(i));
+      for (std::size_t i = 0; i < n; ++i) axes[0].push_back(static_cast<int32_t>(i));
     }
     if (spec_.image_rows >= 0)
-      for (int32_t id : ids) b.inject_rows.push_back(!images.empty() && id == spec_.image_token ? image_row++ : -1);
-    s->cached = ids.size();
+      for (std::size_t i = 0; i < n; ++i)
+        b.inject_rows.push_back(!images.empty() && prompt[i] == spec_.image_token ? image_row++ : -1);
+    s->cached = n;
     b.seq_starts.push_back(static_cast<int32_t>(b.tokens.size()));
   }
   b.positions = axes[0];
@@ -262,6 +301,7 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
   logits_.resize(group.size() * vocab);
   exec_.read(model_.plan.output("logits"), logits_.data());
   for (std::size_t i = 0; i < group.size(); ++i) {
+    if (prefilling(*group[i])) continue;  // a first chunk: its first token comes with its last
     std::span<float> row(logits_.data() + i * vocab, vocab);
     if (logits_out) logits_out->emplace_back(row.begin(), row.end());
     if (sample) accept(*group[i], pick(*group[i], row), events);
@@ -271,38 +311,69 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
   for (Sequence* s : group) std::vector<PatchImage>().swap(s->request.images);
 }
 
-void Generator::decode(std::vector<Event>& events) {
-  std::vector<Sequence*> live;
-  for (auto& s : running_)
-    if (!s->done && s->cached > 0 && s->result.tokens.size() > 0) live.push_back(s.get());
-  if (live.empty()) return;
+std::size_t Generator::decode(std::vector<Event>& events, std::size_t& budget) {
+  // The sequences generating (a token each), then the prompts prefilling in chunks, oldest first.
+  std::vector<Sequence*> live, chunking;
+  for (auto& s : running_) {
+    if (s->done || s->cached == 0) continue;
+    if (prefilling(*s))
+      chunking.push_back(s.get());
+    else if (!s->result.tokens.empty())
+      live.push_back(s.get());
+  }
+  if (prefill_per_step_ > 0 && !live.empty()) budget = prefill_per_step_;
+  std::vector<std::pair<Sequence*, std::size_t>> rows;  // (sequence, its tokens this step)
+  for (Sequence* s : live) rows.emplace_back(s, 1);
+  std::size_t width = live.size(), chunked = 0;
+  for (Sequence* s : chunking) {
+    const std::size_t n = std::min({s->result.prompt_tokens - s->cached, budget, max_tokens_ - width});
+    if (n == 0) break;
+    rows.emplace_back(s, n);
+    width += n;
+    chunked += n;
+    if (budget != std::numeric_limits<std::size_t>::max()) budget -= n;
+  }
+  if (rows.empty()) return 0;
   plan::Batch b;
   b.seq_starts.push_back(0);
   b.kv_page_starts.push_back(0);
   b.kv_page_size = layout_.page_size;
   const bool mrope = spec_.position_axes == 3;
-  for (Sequence* s : live) {
-    const std::size_t index = s->cached;  // the new token's cache entry
-    b.tokens.push_back(s->history.back());
-    b.cache_rows.push_back(row_of(*s, index));
-    b.cache_lengths.push_back(static_cast<int32_t>(index + 1));
-    b.positions.push_back(static_cast<int32_t>(index) + s->delta);
+  std::vector<int32_t> axes[3];
+  for (const auto& [s, n] : rows) {
+    // A chunk's tokens attend, as a decode token does, to the cache up to their own entries,
+    // which the step writes before the attention reads them.
+    for (std::size_t index = s->cached; index < s->cached + n; ++index) {
+      b.tokens.push_back(s->history[index]);
+      b.cache_rows.push_back(row_of(*s, index));
+      b.cache_lengths.push_back(static_cast<int32_t>(index + 1));
+      const bool prompt_row = index < s->result.prompt_tokens;
+      for (int a = 0; a < (mrope ? 3 : 1); ++a)
+        axes[a].push_back(prompt_row && mrope ? s->prompt_axes[a * s->result.prompt_tokens + index]
+                                              : static_cast<int32_t>(index) + s->delta);
+    }
     b.kv_pages.insert(b.kv_pages.end(), s->pages.begin(), s->pages.end());
     b.kv_page_starts.push_back(static_cast<int32_t>(b.kv_pages.size()));
     b.seq_starts.push_back(static_cast<int32_t>(b.tokens.size()));
-    s->cached = index + 1;
+    s->cached += n;
   }
+  b.positions = axes[0];
   if (mrope)
-    for (int a = 0; a < 3; ++a) b.rope_positions.insert(b.rope_positions.end(), b.positions.begin(), b.positions.end());
+    for (const auto& a : axes) b.rope_positions.insert(b.rope_positions.end(), a.begin(), a.end());
   if (spec_.image_rows >= 0) b.inject_rows.assign(b.tokens.size(), -1);
   exec_.set_batch(b);
   exec_.run("decode");
   exec_.run("logits");
   const std::size_t vocab = static_cast<std::size_t>(model_.limits.vocab);
-  logits_.resize(live.size() * vocab);
+  logits_.resize(rows.size() * vocab);
   exec_.read(model_.plan.output("logits"), logits_.data());
-  for (std::size_t i = 0; i < live.size(); ++i)
-    accept(*live[i], pick(*live[i], std::span<float>(logits_.data() + i * vocab, vocab)), &events);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Sequence& s = *rows[i].first;
+    if (prefilling(s)) continue;  // more of its prompt to come
+    std::vector<int32_t>().swap(s.prompt_axes);
+    accept(s, pick(s, std::span<float>(logits_.data() + i * vocab, vocab)), &events);
+  }
+  return chunked;
 }
 
 int32_t Generator::pick(Sequence& s, std::span<float> logits) {
@@ -354,8 +425,9 @@ std::vector<Generator::Event> Generator::step() {
   std::vector<Event> events;
   // Decode first for the sequences already running, then admit: a new prompt's first token comes
   // from its prefill's logits.
-  decode(events);
-  const std::vector<Sequence*> group = admit(true);
+  std::size_t budget = std::numeric_limits<std::size_t>::max();
+  const bool chunked = decode(events, budget) > 0;
+  const std::vector<Sequence*> group = admit(true, budget, chunked);
   if (!group.empty()) prefill(group, true, &events, nullptr);
   check(!group.empty() || !running_.empty() || queue_.empty(),
         "generation: the next request does not fit the free KV cache");
@@ -406,6 +478,8 @@ GenerationLoad Generator::load() const {
   GenerationLoad l;
   l.running = running_.size();
   l.waiting = queue_.size();
+  l.prefilling = static_cast<std::size_t>(
+      std::count_if(running_.begin(), running_.end(), [](const auto& s) { return !s->done && prefilling(*s); }));
   l.kv_pages_total = layout_.pages;
   l.kv_pages_used = layout_.pages - free_pages_.size();
   l.kv_page_size = layout_.page_size;
@@ -424,7 +498,7 @@ std::vector<std::vector<float>> Generator::prompt_logits(const std::vector<Gener
   }
   while (!queue_.empty()) {
     // In request order: the rows go out as they are prefilled.
-    const std::vector<Sequence*> group = admit(false);
+    const std::vector<Sequence*> group = admit(false, std::numeric_limits<std::size_t>::max(), false);
     check(!group.empty(), "generation: a prompt does not fit the KV cache");
     prefill(group, false, nullptr, &out);
     for (auto& s : running_) release(*s);

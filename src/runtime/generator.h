@@ -46,11 +46,16 @@ KvCacheLayout size_kv_cache(models::BuiltModel& model, std::size_t tokens, std::
 class Generator {
  public:
   // `tokenizer` (may be null) decodes streamed text and stop strings.
-  // `prefill_per_step` (0: no bound) caps the prompt tokens plus image patches of the newcomers
-  // one step admits while other sequences are decoding: each step's prefill (and vision) then
-  // delays the running sequences' next token by a bounded amount (their inter-token latency), at
-  // some cost in throughput. At least one newcomer is admitted per step, whatever its size: a
-  // prompt is never split over steps. With nothing decoding, a step admits whatever fits.
+  // `prefill_per_step` (0: no bound) caps the prompt tokens plus image patches one step prefills
+  // while other sequences are decoding: each step's prefill (and vision) then delays the running
+  // sequences' next token by a bounded amount (their inter-token latency), at some cost in
+  // throughput. A prompt larger than what is left of the budget is prefilled in chunks (chunked
+  // prefill): its first chunk with the newcomers, the next ones in later steps beside the decoding
+  // tokens, each attending to the chunks before it through the KV cache; the first token comes
+  // from the last chunk. A prompt's images and the tokens up to its last image placeholder are
+  // never split (the vision rows are injected in one prefill), so such a head larger than the
+  // budget runs whole when nothing else prefills that step. With nothing decoding, a step
+  // prefills whatever fits one batch.
   Generator(const models::BuiltModel& model, plan::Executor& exec, KvCacheLayout layout, std::size_t max_batch_tokens,
             const text::Tokenizer* tokenizer, std::size_t prefill_per_step = 0);
 
@@ -93,7 +98,9 @@ class Generator {
     GenerationRequest request;
     std::vector<int32_t> history;  // prompt, then generated tokens
     std::vector<int32_t> pages;
-    std::size_t cached = 0;        // cache entries written
+    std::size_t cached = 0;        // cache entries written (below the prompt's length: prefilling in chunks)
+    std::size_t first_chunk = 0;   // the prompt tokens its first prefill takes (admit)
+    std::vector<int32_t> prompt_axes;  // M-RoPE, while prefilling in chunks: the prompt's positions, axis-major
     int32_t delta = 0;             // M-RoPE: decode positions are cache index + delta
     std::optional<TokenSampler> sampler;
     std::optional<Detokenizer> detok;
@@ -109,11 +116,20 @@ class Generator {
     std::size_t spare_pages = 0;  // free then beyond the reserved request's need
   };
   Reservation reserve(std::size_t need) const;
-  std::vector<Sequence*> admit(bool backfill);
+  // Whether the sequence's prompt is still being prefilled (in chunks).
+  static bool prefilling(const Sequence& s) { return s.cached < s.result.prompt_tokens; }
+  // The shortest first chunk of the prompt: through its last image placeholder (1 without images).
+  std::size_t unsplit_head(const GenerationRequest& r) const;
+  // `budget`: the prompt tokens plus patches this step may still prefill (SIZE_MAX: no bound);
+  // `chunked`: whether this step already prefills a chunk of a running sequence.
+  std::vector<Sequence*> admit(bool backfill, std::size_t budget, bool chunked);
   void prefill(const std::vector<Sequence*>& group, bool sample, std::vector<Event>* events,
                std::vector<std::vector<float>>* logits_out);
   void run_vision(const std::vector<const PatchImage*>& images);
-  void decode(std::vector<Event>& events);
+  // One decode step for the sequences generating, with the next chunk of the prompts being
+  // prefilled in chunks (oldest first, within `budget`, which it sets when others decode and
+  // lowers by the chunks' tokens). Returns the chunks' tokens.
+  std::size_t decode(std::vector<Event>& events, std::size_t& budget);
   // Appends the token to the sequence and says whether it finished.
   void accept(Sequence& s, int32_t token, std::vector<Event>* events);
   // The sequence's sampler's next token from its logits row, its guarded picks counted.

@@ -130,6 +130,9 @@ std::string Metrics::render() const {
           "Generation requests started before an older one waiting for KV cache pages (backfilling).",
           "counter", backfilled_.load());
     gauge("il_generation_running", "Sequences decoding (holding KV cache pages).", "gauge", gen_running_.load());
+    gauge("il_generation_prefilling",
+          "Of the running sequences, those whose prompt is still being prefilled in chunks (per-step prefill budget).",
+          "gauge", gen_prefilling_.load());
     gauge("il_generation_waiting", "Generation requests waiting for room in the KV cache.", "gauge",
           gen_waiting_.load());
     gauge("il_kv_cache_pages_used", "KV cache pages held by sequences.", "gauge", kv_used_.load());

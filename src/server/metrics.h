@@ -60,6 +60,7 @@ class Metrics {
     backfilled_.store(l.backfilled);
     gen_running_.store(l.running);
     gen_waiting_.store(l.waiting);
+    gen_prefilling_.store(l.prefilling);
     kv_used_.store(l.kv_pages_used);
     kv_total_.store(l.kv_pages_total);
     generating_.store(true);
@@ -83,7 +84,7 @@ class Metrics {
   std::atomic<std::uint64_t> dropped_{0};
   Histogram first_token_, inter_token_;
   std::atomic<std::uint64_t> generated_{0}, prompt_tokens_{0}, cancelled_{0}, guarded_{0}, backfilled_{0};
-  std::atomic<std::size_t> gen_running_{0}, gen_waiting_{0}, kv_used_{0}, kv_total_{0};
+  std::atomic<std::size_t> gen_running_{0}, gen_waiting_{0}, gen_prefilling_{0}, kv_used_{0}, kv_total_{0};
   std::atomic<bool> generating_{false};
   const HttpCounters* http_ = nullptr;
 };

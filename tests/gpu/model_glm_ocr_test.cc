@@ -110,6 +110,29 @@ TEST(GlmOcrGpu, SequencesQueueForASmallCache) {
   for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
 }
 
+// Chunked prefill on the device (tests/oracle/glm_ocr_fixture.h): prompt chunks ride in the decode
+// batches, attending to their earlier chunks through the paged cache with the whole prompt's
+// M-RoPE positions; graphs forced, so chunk batches replay captured shapes too. Twice: the second
+// run replays what the first captured. The tokens are transformers'.
+TEST(GlmOcrGpu, ChunkedPrefillMatchesTransformers) {
+  IL_REQUIRE_GPU();
+  ScopedEnv graphs("IL_CUDA_GRAPHS", "always");
+  EngineOptions o;
+  o.device = "cuda:0";
+  o.dtype = "f32";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 512;
+  o.prefill_tokens_per_step = 3;
+  auto e = Engine::load(fixtures_root() / "glm-ocr", o);
+  const std::vector<GlmCase> cases = load_glm_cases();
+  for (int run = 0; run < 2; ++run) {
+    const ChunkedPrefillRun r = run_chunked_prefill(*e, cases);
+    for (std::size_t c = 0; c < 4; ++c) EXPECT_EQ(r.streamed.at(c), cases[c].greedy) << cases[c].name << ", run " << run;
+    EXPECT_EQ(r.first_step.at(3), 4);
+    EXPECT_TRUE(r.page_decoded_every_step);
+  }
+}
+
 // Page bytes to tokens on the device, as the ocr command runs it: the pipeline fixture's folder
 // (tests/fixtures/glm-ocr-pipeline: tokenizer, image processor, PNG pages; transformers'
 // Glm46VProcessor + generate recorded), f32, the guard off: the tokens transformers generated.

@@ -51,4 +51,35 @@ std::vector<GenerationRequest> glm_requests(const std::vector<GlmCase>& cases) {
   return r;
 }
 
+ChunkedPrefillRun run_chunked_prefill(Engine& engine, const std::vector<GlmCase>& cases) {
+  ChunkedPrefillRun run;
+  std::map<GenerationId, std::size_t> case_of;
+  int step_no = 0;
+  std::size_t page_left = cases.at(0).greedy.size();
+  auto step = [&] {
+    bool page = false;
+    for (const GenerationEvent& ev : engine.step_generation()) {
+      const std::size_t c = case_of.at(ev.id);
+      if (!run.first_step.count(c)) run.first_step[c] = step_no;
+      run.streamed[c].push_back(ev.token);
+      page = page || c == 0;
+    }
+    if (page_left > 0) {
+      run.page_decoded_every_step = run.page_decoded_every_step && page;
+      page_left -= page ? 1 : 0;
+    }
+    run.loads.push_back(engine.generation_load());
+    ++step_no;
+  };
+  case_of[engine.submit_generation(cases.at(0).request)] = 0;
+  step();
+  for (std::size_t c : {3, 1, 2}) case_of[engine.submit_generation(cases.at(c).request)] = c;
+  for (int guard = 0; guard < 200; ++guard) {
+    step();
+    const GenerationLoad& l = run.loads.back();
+    if (l.running + l.waiting == 0) break;
+  }
+  return run;
+}
+
 }  // namespace il::test

@@ -184,10 +184,39 @@ TEST(GlmOcr, IncrementalSubmitStepCancel) {
   e->cancel_generation(12345);  // unknown: ignored
 }
 
-// A per-step prefill budget of one token: while others decode, each step admits one newcomer
-// (never none, so a prompt larger than the budget still runs); with nothing decoding, a step
-// admits all that fit. The tokens are transformers' either way.
-TEST(GlmOcr, NewcomersJoinOneAStepWithinThePrefillBudget) {
+// Chunked prefill (a per-step budget of 3 tokens while others decode, tests/oracle/
+// glm_ocr_fixture.h): the text prompt goes in chunks of 3, 3, 3 and 1 beside the page prompt's
+// decoding; the tall page's images and the tokens through its last image placeholder (13) go in
+// one prefill when nothing else prefills, then its text in chunks; the same for the two-image
+// prompt. Each chunk's tokens attend to the prompt's earlier chunks through the KV cache (crossing
+// its pages of 4), with the M-RoPE positions of the whole prompt: every output is transformers'.
+TEST(GlmOcr, PromptsOverThePrefillBudgetArePrefilledInChunks) {
+  EngineOptions o;
+  o.device = "cpu";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 512;
+  o.prefill_tokens_per_step = 3;
+  auto e = Engine::load(fixtures_root() / "glm-ocr", o);
+  const std::vector<GlmCase> cases = load_glm_cases();
+  const ChunkedPrefillRun run = run_chunked_prefill(*e, cases);
+  for (std::size_t c = 0; c < 4; ++c) EXPECT_EQ(run.streamed.at(c), cases[c].greedy) << cases[c].name;
+  EXPECT_TRUE(run.page_decoded_every_step) << "the decoding sequence must not wait for the chunks";
+  EXPECT_EQ(run.first_step.at(0), 0) << "nothing decoding: the whole prompt in one step";
+  EXPECT_EQ(run.first_step.at(3), 4) << "10 tokens in chunks of 3, 3, 3, 1 (steps 1-4)";
+  EXPECT_EQ(run.first_step.at(1), 9) << "the 13-token head alone at step 5, then 3, 3, 3, 1";
+  EXPECT_EQ(run.first_step.at(2), 12) << "the 19-token head alone at step 10, then 3 and 1";
+  ASSERT_GE(run.loads.size(), 6u);
+  EXPECT_EQ(run.loads[1].running, 2u);
+  EXPECT_EQ(run.loads[1].prefilling, 1u);
+  EXPECT_EQ(run.loads[1].waiting, 2u) << "the budget went to the text prompt's first chunk";
+  EXPECT_EQ(run.loads[4].prefilling, 0u);
+  EXPECT_EQ(run.loads[5].prefilling, 1u);
+  EXPECT_EQ(run.loads[5].waiting, 1u);
+  EXPECT_EQ(run.loads.back().kv_pages_used, 0u);
+}
+
+// With nothing decoding the budget does not apply: prompts are prefilled whole, together.
+TEST(GlmOcr, WithNothingDecodingPromptsArePrefilledWhole) {
   EngineOptions o;
   o.device = "cpu";
   o.kv_page_size = 4;
@@ -195,29 +224,13 @@ TEST(GlmOcr, NewcomersJoinOneAStepWithinThePrefillBudget) {
   o.prefill_tokens_per_step = 1;
   auto e = Engine::load(fixtures_root() / "glm-ocr", o);
   const std::vector<GlmCase> cases = load_glm_cases();
-  ASSERT_GE(cases.size(), 4u);
   std::map<GenerationId, std::size_t> case_of;
-  std::map<GenerationId, std::vector<int32_t>> streamed;
-  auto step = [&] {
-    for (const GenerationEvent& ev : e->step_generation()) streamed[ev.id].push_back(ev.token);
-  };
-  for (std::size_t i = 0; i < 2; ++i) case_of[e->submit_generation(cases[i].request)] = i;
-  step();
-  EXPECT_EQ(e->generation_load().running, 2u) << "nothing decoding: both admitted in one step";
-  for (std::size_t i = 2; i < 4; ++i) case_of[e->submit_generation(cases[i].request)] = i;
-  step();
-  GenerationLoad l = e->generation_load();
-  EXPECT_EQ(l.running, 3u) << "one newcomer while two decode";
-  EXPECT_EQ(l.waiting, 1u);
-  step();
-  l = e->generation_load();
-  EXPECT_EQ(l.running, 4u);
-  EXPECT_EQ(l.waiting, 0u);
-  for (int guard = 0; guard < 200 && (l.running > 0 || l.waiting > 0); ++guard) {
-    step();
-    l = e->generation_load();
-  }
-  for (const auto& [id, c] : case_of) EXPECT_EQ(streamed.at(id), cases[c].greedy) << cases[c].name;
+  for (std::size_t i = 0; i < cases.size(); ++i) case_of[e->submit_generation(cases[i].request)] = i;
+  std::size_t firsts = 0;
+  for (const GenerationEvent& ev : e->step_generation()) firsts += ev.finished ? 0 : 1;
+  EXPECT_EQ(firsts, cases.size()) << "every prompt's first token in the first step";
+  EXPECT_EQ(e->generation_load().prefilling, 0u);
+  for (const auto& [id, c] : case_of) e->cancel_generation(id);
 }
 
 GenerationRequest with_max_new(const GlmCase& c, std::size_t n) {

@@ -126,6 +126,7 @@ TEST(ServerMetrics, GenerationCountsTheLoopGuardsInterventions) {
   load.kv_pages_total = 64;
   load.guarded_tokens = 7;
   load.backfilled = 3;
+  load.prefilling = 1;
   metrics.set_generation_load(load);
   const std::string m = metrics.render();
   EXPECT_NE(m.find("# TYPE il_generation_loop_guard_total counter\nil_generation_loop_guard_total 7\n"),
@@ -133,6 +134,7 @@ TEST(ServerMetrics, GenerationCountsTheLoopGuardsInterventions) {
       << m;
   EXPECT_NE(m.find("il_generation_backfilled_total 3\n"), std::string::npos) << m;
   EXPECT_NE(m.find("il_generation_waiting 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("il_generation_prefilling 1\n"), std::string::npos) << m;
 }
 
 TEST_F(InfoTokens, SmallBatchBudgetStillAnswersBigRequests) {
