@@ -276,12 +276,11 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
     if (mrope) {
       std::vector<std::array<int, 3>> grids;
       for (const PatchImage& im : s->request.images) grids.push_back(im.grid_thw);
-      models::PromptPositions p = spec_.prompt_positions(prompt, grids);
+      const models::PromptPositions p = spec_.prompt_positions(prompt, grids);
       for (std::size_t a = 0; a < 3; ++a)
         axes[a].insert(axes[a].end(), p.axes.begin() + static_cast<std::ptrdiff_t>(a * whole),
                        p.axes.begin() + static_cast<std::ptrdiff_t>(a * whole + n));
       s->delta = p.delta;
-      if (n < whole) s->prompt_axes = std::move(p.axes);
     } else {
       for (std::size_t i = 0; i < n; ++i) axes[0].push_back(static_cast<int32_t>(i));
     }
@@ -339,27 +338,24 @@ std::size_t Generator::decode(std::vector<Event>& events, std::size_t& budget) {
   b.kv_page_starts.push_back(0);
   b.kv_page_size = layout_.page_size;
   const bool mrope = spec_.position_axes == 3;
-  std::vector<int32_t> axes[3];
   for (const auto& [s, n] : rows) {
     // A chunk's tokens attend, as a decode token does, to the cache up to their own entries,
-    // which the step writes before the attention reads them.
+    // which the step writes before the attention reads them. A chunk lies past the prompt's last
+    // image (admit keeps the head whole), where M-RoPE's positions run on by one on every axis,
+    // as the generated tokens' do: cache index + delta.
     for (std::size_t index = s->cached; index < s->cached + n; ++index) {
       b.tokens.push_back(s->history[index]);
       b.cache_rows.push_back(row_of(*s, index));
       b.cache_lengths.push_back(static_cast<int32_t>(index + 1));
-      const bool prompt_row = index < s->result.prompt_tokens;
-      for (int a = 0; a < (mrope ? 3 : 1); ++a)
-        axes[a].push_back(prompt_row && mrope ? s->prompt_axes[a * s->result.prompt_tokens + index]
-                                              : static_cast<int32_t>(index) + s->delta);
+      b.positions.push_back(static_cast<int32_t>(index) + s->delta);
     }
     b.kv_pages.insert(b.kv_pages.end(), s->pages.begin(), s->pages.end());
     b.kv_page_starts.push_back(static_cast<int32_t>(b.kv_pages.size()));
     b.seq_starts.push_back(static_cast<int32_t>(b.tokens.size()));
     s->cached += n;
   }
-  b.positions = axes[0];
   if (mrope)
-    for (const auto& a : axes) b.rope_positions.insert(b.rope_positions.end(), a.begin(), a.end());
+    for (int a = 0; a < 3; ++a) b.rope_positions.insert(b.rope_positions.end(), b.positions.begin(), b.positions.end());
   if (spec_.image_rows >= 0) b.inject_rows.assign(b.tokens.size(), -1);
   exec_.set_batch(b);
   exec_.run("decode");
@@ -370,7 +366,6 @@ std::size_t Generator::decode(std::vector<Event>& events, std::size_t& budget) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     Sequence& s = *rows[i].first;
     if (prefilling(s)) continue;  // more of its prompt to come
-    std::vector<int32_t>().swap(s.prompt_axes);
     accept(s, pick(s, std::span<float>(logits_.data() + i * vocab, vocab)), &events);
   }
   return chunked;

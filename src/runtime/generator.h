@@ -100,7 +100,6 @@ class Generator {
     std::vector<int32_t> pages;
     std::size_t cached = 0;        // cache entries written (below the prompt's length: prefilling in chunks)
     std::size_t first_chunk = 0;   // the prompt tokens its first prefill takes (admit)
-    std::vector<int32_t> prompt_axes;  // M-RoPE, while prefilling in chunks: the prompt's positions, axis-major
     int32_t delta = 0;             // M-RoPE: decode positions are cache index + delta
     std::optional<TokenSampler> sampler;
     std::optional<Detokenizer> detok;
