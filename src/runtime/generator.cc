@@ -208,9 +208,11 @@ std::vector<Generator::Sequence*> Generator::admit(bool backfill, std::size_t bu
       continue;
     }
     if (oldest) {
+      // Only a whole prompt backfills: one split into chunks takes steps more than its
+      // max_new_tokens, which the bound below does not count.
       const bool ends_first = s.request.options.max_new_tokens <= oldest->steps;
       if (need > free_pages_.size() || (!ends_first && need > oldest->spare_pages) ||
-          running_.size() + 2 > max_tokens_) {
+          running_.size() + 2 > max_tokens_ || first < s.history.size()) {
         ++it;
         continue;
       }

@@ -299,6 +299,29 @@ TEST(GlmOcr, BackfillingLeavesTheWaitingRequestsPages) {
   EXPECT_EQ(e->generation_load().kv_pages_used, 0u);
 }
 
+// Only whole prompts backfill: under a per-step budget of 3 the 8-page text request of the test
+// above would start with a first chunk, taking steps past its max_new_tokens that the reservation
+// does not count; it waits in order instead.
+TEST(GlmOcr, APromptSplitIntoChunksDoesNotBackfill) {
+  EngineOptions o;
+  o.device = "cpu";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 88;
+  o.prefill_tokens_per_step = 3;
+  auto e = Engine::load(fixtures_root() / "glm-ocr", o);
+  const std::vector<GlmCase> cases = load_glm_cases();
+  const GenerationId a = e->submit_generation(cases.at(0).request);
+  (void)e->step_generation();
+  const GenerationId b = e->submit_generation(with_max_new(cases.at(1), 30));
+  const GenerationId d = e->submit_generation(with_max_new(cases.at(3), 20));
+  (void)e->step_generation();
+  const GenerationLoad l = e->generation_load();
+  EXPECT_EQ(l.running, 1u);
+  EXPECT_EQ(l.waiting, 2u);
+  EXPECT_EQ(l.backfilled, 0u);
+  for (GenerationId id : {a, b, d}) e->cancel_generation(id);
+}
+
 TEST(GlmOcr, RefusesBadRequestsAndStaysUsable) {
   auto e = load();
   const std::vector<GlmCase> cases = load_glm_cases();
