@@ -45,6 +45,11 @@ def main():
     for piece, i in list(vocab.items()):
         if i in remap:
             vocab[piece] = remap[i]
+    # An added token keeps the id of its piece in the model's vocabulary; one missing there is
+    # numbered after the vocabulary (the tokenizers library ignores the "id" field then), so each
+    # special token is also written into the vocabulary at its new id.
+    for a in tok["added_tokens"]:
+        vocab[a["content"]] = a["id"]
     used = set(vocab.values()) | taken
     for i in range(vocab_size):
         if i not in used:

@@ -179,17 +179,22 @@ std::vector<Generator::Sequence*> Generator::admit(bool backfill, std::size_t bu
     Sequence& s = **it;
     std::size_t p = 0;
     for (const PatchImage& im : s.request.images) p += im.rows.size() / im.patch_dim;
-    // Within the budget: the whole prompt, or a first chunk of what is left of it (at least its
-    // unsplit head, which runs alone over the budget when nothing else prefills this step).
+    // Within the budget: the whole prompt, which waits for a step with room for it when it fits
+    // the budget (chunks cost more device time than one prefill: each chunk token reads its
+    // prefix); a prompt larger than the whole budget starts with what is left of it (at least
+    // its unsplit head, which runs alone over the budget when nothing else prefills this step).
     std::size_t first = s.history.size();
     if (bounded) {
       const std::size_t used = tokens + patches + p;
       const std::size_t room = used < budget ? budget - used : 0;
       if (first > room) {
         const std::size_t head = unsplit_head(s.request);
+        const bool alone = group.empty() && !chunked;  // nothing else prefills this step
+        if (first + p <= budget && !alone)
+          break;
         if (room >= head)
           first = room;
-        else if (group.empty() && !chunked)
+        else if (alone)
           first = head;
         else
           break;

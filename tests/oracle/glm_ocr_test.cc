@@ -215,6 +215,37 @@ TEST(GlmOcr, PromptsOverThePrefillBudgetArePrefilledInChunks) {
   EXPECT_EQ(run.loads.back().kv_pages_used, 0u);
 }
 
+// A prompt that fits the whole budget is not split to fill what a step has left: it waits for the
+// next step and goes whole (chunks cost more than one prefill). Budget 12: the first text prompt
+// (10 tokens) goes whole; the second waits rather than start with a 2-token chunk.
+TEST(GlmOcr, APromptWithinTheBudgetWaitsToGoWhole) {
+  EngineOptions o;
+  o.device = "cpu";
+  o.kv_page_size = 4;
+  o.kv_cache_tokens = 512;
+  o.prefill_tokens_per_step = 12;
+  auto e = Engine::load(fixtures_root() / "glm-ocr", o);
+  const std::vector<GlmCase> cases = load_glm_cases();
+  std::map<GenerationId, std::size_t> case_of;
+  std::map<GenerationId, std::vector<int32_t>> streamed;
+  auto step = [&] {
+    for (const GenerationEvent& ev : e->step_generation()) streamed[ev.id].push_back(ev.token);
+    return e->generation_load();
+  };
+  case_of[e->submit_generation(cases.at(0).request)] = 0;
+  (void)step();
+  for (int i = 0; i < 2; ++i) case_of[e->submit_generation(cases.at(3).request)] = 3;
+  GenerationLoad l = step();
+  EXPECT_EQ(l.running, 2u);
+  EXPECT_EQ(l.waiting, 1u);
+  EXPECT_EQ(l.prefilling, 0u);
+  l = step();
+  EXPECT_EQ(l.running, 3u);
+  EXPECT_EQ(l.prefilling, 0u);
+  for (int guard = 0; guard < 100 && l.running + l.waiting > 0; ++guard) l = step();
+  for (const auto& [id, c] : case_of) EXPECT_EQ(streamed.at(id), cases[c].greedy) << cases[c].name;
+}
+
 // With nothing decoding the budget does not apply: prompts are prefilled whole, together.
 TEST(GlmOcr, WithNothingDecodingPromptsArePrefilledWhole) {
   EngineOptions o;
