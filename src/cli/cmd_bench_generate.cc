@@ -244,7 +244,7 @@ Command add_bench_generate_command(CLI::App& app) {
   cmd->add_option("--kv-cache-tokens", a->kv_cache_tokens, "KV cache budget (0 = the device default)")
       ->capture_default_str();
   cmd->add_option("--prefill-tokens-per-step", a->prefill_tokens_per_step,
-                  "Newcomers' prompt tokens + image patches a step prefills while others decode (0 = no bound, as "
+                  "Prompt tokens + image patches a step prefills while others decode, longer prompts in chunks (0 = no bound, as "
                   "the ocr command and serve by default)")
       ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs per point")->capture_default_str();

@@ -220,8 +220,8 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-page-size", o->kv_page_size, "Generating models: tokens per KV cache page")
       ->capture_default_str()->check(CLI::Range(1, 4096))->envname("IL_KV_PAGE_SIZE");
   cmd->add_option("--prefill-tokens-per-step", o->prefill_tokens_per_step,
-                  "Generating models: prompt tokens plus image patches of newcomers one step prefills while other "
-                  "requests decode, bounding their inter-token latency (at least one newcomer a step; 0 = no bound)")
+                  "Generating models: prompt tokens plus image patches one step prefills while other requests "
+                  "decode, bounding their inter-token latency (a longer prompt goes in chunks; 0 = no bound)")
       ->capture_default_str()->envname("IL_PREFILL_TOKENS_PER_STEP");
   cmd->add_option("--max-new-tokens-limit", o->max_new_tokens_limit,
                   "Generating models: the most tokens one request may ask for (max_tokens above it: 422)")
