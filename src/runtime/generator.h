@@ -49,8 +49,9 @@ class Generator {
   // `prefill_per_step` (0: no bound) caps the prompt tokens plus image patches one step prefills
   // while other sequences are decoding: each step's prefill (and vision) then delays the running
   // sequences' next token by a bounded amount (their inter-token latency), at some cost in
-  // throughput. A prompt larger than what is left of the budget is prefilled in chunks (chunked
-  // prefill): its first chunk with the newcomers, the next ones in later steps beside the decoding
+  // throughput. A prompt that fits the budget but not what is left of it waits for the next step
+  // (chunks cost more than one prefill); one larger than the whole budget is prefilled in chunks
+  // (chunked prefill): its first chunk, what is left of the budget, with the newcomers, the next ones in later steps beside the decoding
   // tokens, each attending to the chunks before it through the KV cache; the first token comes
   // from the last chunk. A prompt's images and the tokens up to its last image placeholder are
   // never split (the vision rows are injected in one prefill), so such a head larger than the
