@@ -6,7 +6,11 @@
 // −inf (no distribution) is stored as zeros. Each element is read and written by the same thread
 // in the last pass, so out may be x (both f32).
 // softcap: one block per row, cap · tanh(x / cap) elementwise, x loaded into f32, out f32.
+// row_argmax: one block per row; each thread keeps the first largest of the columns it strides
+// over (its indices ascend), then the block keeps the larger, on a tie the lower index.
+#include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "ops/check_cuda.h"
 #include "ops/elem_cuda.cuh"
@@ -20,6 +24,7 @@ namespace {
 
 constexpr int kSoftmaxThreads = 512;
 constexpr int kSoftcapThreads = 256;
+constexpr int kArgmaxThreads = 512;
 
 // The block's maximum, returned to every thread (scratch: one value per warp; the leading
 // barrier lets the scratch be reused right after another reduction).
@@ -100,7 +105,49 @@ __global__ void softcap_kernel(const T* x, std::size_t ldx, float* out, std::siz
     o[j] = cap * tanhf(elem::load(xr + j) / cap);
 }
 
+// Ties and NaN as the host scan (ops/logits.h): a value wins only by being strictly larger, so a
+// NaN never does; the start (−inf, no index) means a row of −inf finds nothing and gives 0, as
+// does a row whose first value is NaN (the host scan keeps index 0 against every later value).
+template <typename T>
+__global__ void row_argmax_kernel(const T* x, std::size_t ldx, int cols, int32_t* out) {
+  pdl::wait_for_predecessor();
+  __shared__ float s_max[kArgmaxThreads / 32];
+  __shared__ int s_at[kArgmaxThreads / 32];
+  const std::size_t r = blockIdx.x;
+  const T* xr = x + r * ldx;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  float mv = -INFINITY;
+  int mi = INT_MAX;
+#pragma unroll 4
+  for (int j = tid; j < cols; j += kArgmaxThreads) {
+    const float v = elem::load(xr + j);
+    if (v > mv) mv = v, mi = j;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(cuda_reduce::kFullMask, mv, o);
+    const int oi = __shfl_xor_sync(cuda_reduce::kFullMask, mi, o);
+    if (ov > mv || (ov == mv && oi < mi)) mv = ov, mi = oi;
+  }
+  if (lane == 0) s_max[warp] = mv, s_at[warp] = mi;
+  __syncthreads();
+  if (tid != 0) return;
+  for (int w = 1; w < kArgmaxThreads / 32; ++w)
+    if (s_max[w] > mv || (s_max[w] == mv && s_at[w] < mi)) mv = s_max[w], mi = s_at[w];
+  out[r] = mi == INT_MAX || isnan(elem::load(xr)) ? 0 : mi;
+}
+
 }  // namespace
+
+void row_argmax_cuda(const RowArgmaxArgs& a, cudaStream_t stream) {
+  check_row_argmax(a, "row argmax (CUDA)");
+  if (a.rows == 0) return;
+  check(a.rows < (1u << 31), "row argmax (CUDA): ", a.rows, " rows too many for one launch");
+  elem::dispatch(a.x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    pdl::launch(row_argmax_kernel<T>, static_cast<unsigned>(a.rows), kArgmaxThreads, 0, stream,
+                static_cast<const T*>(a.x.data), a.x.ld, static_cast<int>(a.cols), a.out);
+  });
+}
 
 void softmax_rows_cuda(const SoftmaxRowsArgs& a, cudaStream_t stream) {
   check_softmax_rows(a, "softmax (CUDA)");

@@ -191,6 +191,8 @@ void moe_cuda(const MoeArgs& a, cudaStream_t stream);
 // out f32), ops/logits.h.
 void softmax_rows_cuda(const SoftmaxRowsArgs& a, cudaStream_t stream);
 void softcap_cuda(const SoftcapArgs& a, cudaStream_t stream);
+// Greedy decoding's pick per row (ops/logits.h): x of any element type, out int32 on the device.
+void row_argmax_cuda(const RowArgmaxArgs& a, cudaStream_t stream);
 // DiffusionGemma's sampler rows (ops/canvas_sample.h): temperature, uniform and out in device
 // memory. And rows [0, rows) of an f32 matrix set to one value (a canvas without
 // self-conditioning: −inf rows).

@@ -28,6 +28,10 @@ class Executor {
   // Copies the current rows of `view` (T or B rows, view.cols wide) into dst, densely packed;
   // an int32 buffer's values are converted to float.
   virtual void read(const View& view, float* dst) = 0;
+  // For each current row of `view` (the rows read() would give), the index of its first largest
+  // value (ops/logits.h's row argmax: the host sampler's greedy scan) into dst: greedy decoding
+  // takes one int per sequence off the device instead of its row of logits.
+  virtual void argmax_rows(const View& view, int32_t* dst) = 0;
   // Copies `rows` dense rows of view.cols values from src into the first rows of `view`, a view
   // of a persistent buffer (converted to its element type): inputs that outlive a batch, such as
   // DiffusionGemma's self-conditioning logits.

@@ -303,15 +303,9 @@ void Generator::prefill(const std::vector<Sequence*>& group, bool sample, std::v
   exec_.set_batch(b);
   exec_.run("prefill");
   exec_.run("logits");
-  const std::size_t vocab = static_cast<std::size_t>(model_.limits.vocab);
-  logits_.resize(group.size() * vocab);
-  exec_.read(model_.plan.output("logits"), logits_.data());
-  for (std::size_t i = 0; i < group.size(); ++i) {
-    if (prefilling(*group[i])) continue;  // a first chunk: its first token comes with its last
-    std::span<float> row(logits_.data() + i * vocab, vocab);
-    if (logits_out) logits_out->emplace_back(row.begin(), row.end());
-    if (sample) accept(*group[i], pick(*group[i], row), events);
-  }
+  std::vector<Sequence*> takers;  // a first chunk's sequence takes its first token with its last
+  for (Sequence* s : group) takers.push_back(prefilling(*s) ? nullptr : s);
+  take_tokens(takers, sample, events, logits_out);
   // The images are in the KV cache now: a page's patch rows (tens of MB) need not wait for its
   // last token.
   for (Sequence* s : group) std::vector<PatchImage>().swap(s->request.images);
@@ -367,15 +361,47 @@ std::size_t Generator::decode(std::vector<Event>& events, std::size_t& budget) {
   exec_.set_batch(b);
   exec_.run("decode");
   exec_.run("logits");
-  const std::size_t vocab = static_cast<std::size_t>(model_.limits.vocab);
-  logits_.resize(rows.size() * vocab);
-  exec_.read(model_.plan.output("logits"), logits_.data());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    Sequence& s = *rows[i].first;
-    if (prefilling(s)) continue;  // more of its prompt to come
-    accept(s, pick(s, std::span<float>(logits_.data() + i * vocab, vocab)), &events);
-  }
+  std::vector<Sequence*> takers;  // a sequence with more of its prompt to come takes none yet
+  for (const auto& row : rows) takers.push_back(prefilling(*row.first) ? nullptr : row.first);
+  take_tokens(takers, true, &events, nullptr);
   return chunked;
+}
+
+// The sampler's pick is a plain argmax for most greedy rows: those take it where the logits are
+// (one int a row off the device: at 64 sequences of a 129,280-token vocabulary the logits were
+// 16 MB to copy and scan on one host thread every step); the logits come back only when some
+// row needs them (sampling, penalties, an n-gram the guard bans now, or the caller keeps them).
+void Generator::take_tokens(const std::vector<Sequence*>& takers, bool sample, std::vector<Event>* events,
+                            std::vector<std::vector<float>>* logits_out) {
+  const plan::View view = model_.plan.output("logits");
+  const std::size_t vocab = static_cast<std::size_t>(model_.limits.vocab);
+  std::vector<uint8_t> plain(takers.size(), 0);
+  bool any_plain = false, need_logits = logits_out != nullptr;
+  for (std::size_t i = 0; i < takers.size(); ++i) {
+    if (takers[i] == nullptr || !sample) continue;
+    plain[i] = logits_out == nullptr && takers[i]->sampler->picks_plain_argmax(takers[i]->history);
+    any_plain |= plain[i] != 0;
+    need_logits |= plain[i] == 0;
+  }
+  if (any_plain) {
+    argmax_.resize(takers.size());
+    exec_.argmax_rows(view, argmax_.data());
+  }
+  if (need_logits) {
+    logits_.resize(takers.size() * vocab);
+    exec_.read(view, logits_.data());
+  }
+  for (std::size_t i = 0; i < takers.size(); ++i) {
+    if (takers[i] == nullptr) continue;
+    Sequence& s = *takers[i];
+    if (plain[i]) {
+      accept(s, argmax_[i], events);
+      continue;
+    }
+    std::span<float> row(logits_.data() + i * vocab, vocab);
+    if (logits_out) logits_out->emplace_back(row.begin(), row.end());
+    if (sample) accept(s, pick(s, row), events);
+  }
 }
 
 int32_t Generator::pick(Sequence& s, std::span<float> logits) {

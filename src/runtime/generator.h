@@ -130,6 +130,10 @@ class Generator {
   // prefilled in chunks (oldest first, within `budget`, which it sets when others decode and
   // lowers by the chunks' tokens). Returns the chunks' tokens.
   std::size_t decode(std::vector<Event>& events, std::size_t& budget);
+  // The logits program's rows give takers[i] its next token (null: that row gives none now);
+  // with `sample` each is accepted, with logits_out each taker's row is kept there too.
+  void take_tokens(const std::vector<Sequence*>& takers, bool sample, std::vector<Event>* events,
+                   std::vector<std::vector<float>>* logits_out);
   // Appends the token to the sequence and says whether it finished.
   void accept(Sequence& s, int32_t token, std::vector<Event>* events);
   // The sequence's sampler's next token from its logits row, its guarded picks counted.
@@ -151,6 +155,7 @@ class Generator {
   std::map<Id, GenerationResult> finished_;
   Id next_id_ = 0;
   std::vector<float> logits_;
+  std::vector<int32_t> argmax_;
   std::uint64_t guarded_tokens_ = 0;  // GenerationLoad::guarded_tokens
   std::uint64_t backfilled_ = 0;      // GenerationLoad::backfilled
 };

@@ -35,24 +35,34 @@ void TokenSampler::penalize_repeats(std::span<float> logits, std::span<const int
   }
 }
 
+bool TokenSampler::ngram_tail(std::span<const int32_t> history, std::span<const int32_t>& window,
+                              std::span<const int32_t>& tail) const {
+  const std::size_t n = o_.no_repeat_ngram;
+  if (n == 0 || history.size() + 1 < n) return false;
+  std::span<const int32_t> h = history;
+  if (o_.ngram_window > 0 && h.size() > o_.ngram_window) h = h.subspan(h.size() - o_.ngram_window);
+  if (h.size() + 1 < n) return false;
+  // The n-1 tokens the next one would extend.
+  const std::span<const int32_t> t = h.subspan(h.size() - (n - 1));
+  for (int32_t id : t)
+    if (whitelisted(id)) return false;
+  window = h;
+  tail = t;
+  return true;
+}
+
+bool TokenSampler::whitelisted(int32_t t) const {
+  return std::find(o_.ngram_whitelist.begin(), o_.ngram_whitelist.end(), t) != o_.ngram_whitelist.end();
+}
+
 // transformers' NoRepeatNGramLogitsProcessor, over the last ngram_window tokens when set: for
 // each earlier n-gram whose first n-1 tokens equal the last n-1 of the history, its last token is
 // banned, unless the n-gram holds a whitelisted token. A ban of the most likely token counts as
 // one guarded pick.
 void TokenSampler::ban_repeated_ngrams(std::span<float> logits, std::span<const int32_t> history) {
-  const std::size_t n = o_.no_repeat_ngram;
-  if (n == 0 || history.size() + 1 < n) return;
-  std::span<const int32_t> h = history;
-  if (o_.ngram_window > 0 && h.size() > o_.ngram_window) h = h.subspan(h.size() - o_.ngram_window);
-  if (h.size() + 1 < n) return;
-  const std::size_t len = h.size();
-  const auto whitelisted = [&](int32_t t) {
-    return std::find(o_.ngram_whitelist.begin(), o_.ngram_whitelist.end(), t) != o_.ngram_whitelist.end();
-  };
-  // The n-1 tokens the next one would extend.
-  const std::span<const int32_t> tail = h.subspan(len - (n - 1));
-  for (int32_t t : tail)
-    if (whitelisted(t)) return;
+  std::span<const int32_t> h, tail;
+  if (!ngram_tail(history, h, tail)) return;
+  const std::size_t n = o_.no_repeat_ngram, len = h.size();
   float banned_best = -std::numeric_limits<float>::infinity();  // the largest logit banned
   for (std::size_t start = 0; start + n <= len; ++start) {
     if (!std::equal(tail.begin(), tail.end(), h.begin() + static_cast<std::ptrdiff_t>(start))) continue;
@@ -101,6 +111,18 @@ int32_t TokenSampler::draw(std::span<float> logits) {
     if (u < acc) return id;
   }
   return scratch_.back().second;
+}
+
+bool TokenSampler::picks_plain_argmax(std::span<const int32_t> history) const {
+  if (o_.temperature != 0.0f || o_.repetition_penalty != 1.0f) return false;
+  std::span<const int32_t> h, tail;
+  if (!ngram_tail(history, h, tail)) return true;
+  // Any earlier n-gram the tail would complete bans a token (whitelisted or out-of-range ones
+  // too, to keep this check simple: the caller then reads the logits and pick() decides).
+  const std::size_t n = o_.no_repeat_ngram;
+  for (std::size_t start = 0; start + n <= h.size(); ++start)
+    if (std::equal(tail.begin(), tail.end(), h.begin() + static_cast<std::ptrdiff_t>(start))) return false;
+  return true;
 }
 
 int32_t TokenSampler::pick(std::span<float> logits, std::span<const int32_t> history) {

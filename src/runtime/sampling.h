@@ -18,6 +18,11 @@ class TokenSampler {
   // The next token after `history` (the prompt and the tokens generated so far). `logits` is
   // modified in place (penalties, bans, temperature).
   int32_t pick(std::span<float> logits, std::span<const int32_t> history);
+  // Whether pick() would return the first largest logit as it stands: greedy, no repetition
+  // penalty, and no n-gram the anti-loop guard would ban after `history`. Then the caller may
+  // take the argmax where the logits are (Executor::argmax_rows) and call pick() not at all; the
+  // guard counts nothing then, as pick() would not.
+  bool picks_plain_argmax(std::span<const int32_t> history) const;
   // Picks where the anti-loop guard (no_repeat_ngram) banned the token that was then the most
   // likely one: the loops it broke.
   std::size_t guarded() const { return guarded_; }
@@ -25,7 +30,12 @@ class TokenSampler {
  private:
   void penalize_repeats(std::span<float> logits, std::span<const int32_t> history) const;
   void ban_repeated_ngrams(std::span<float> logits, std::span<const int32_t> history);
+  // The guard's window of `history` and its last n − 1 tokens, when the guard can ban anything
+  // after it (on, long enough, no whitelisted token in the tail); false otherwise.
+  bool ngram_tail(std::span<const int32_t> history, std::span<const int32_t>& window,
+                  std::span<const int32_t>& tail) const;
   int32_t draw(std::span<float> logits);
+  bool whitelisted(int32_t t) const;
 
   SamplingOptions o_;
   std::mt19937_64 rng_;

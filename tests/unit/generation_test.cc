@@ -77,6 +77,41 @@ TEST(Sampling, NgramGuardCountsTheLoopsItBreaks) {
   EXPECT_EQ(s.guarded(), 1u);
 }
 
+// When the pick is the logits' first maximum as they stand, the generator takes it on the device
+// (Executor::argmax_rows) and never calls pick(): only plain greedy with no ban due qualifies.
+TEST(Sampling, PlainArgmaxOnlyWhereNothingChangesTheLogits) {
+  const std::vector<int32_t> loop = {5, 6, 7, 5};  // after a 5, the guard of bigrams bans 6
+  EXPECT_TRUE(TokenSampler(SamplingOptions{}).picks_plain_argmax(loop));
+  SamplingOptions o;
+  o.temperature = 0.7f;
+  EXPECT_FALSE(TokenSampler(o).picks_plain_argmax(loop));
+  o = {};
+  o.repetition_penalty = 1.1f;
+  EXPECT_FALSE(TokenSampler(o).picks_plain_argmax(loop));
+  o = {};
+  o.no_repeat_ngram = 2;
+  EXPECT_FALSE(TokenSampler(o).picks_plain_argmax(loop));
+  EXPECT_TRUE(TokenSampler(o).picks_plain_argmax(std::vector<int32_t>{5, 6, 7, 8}));  // no "8 x" yet
+  EXPECT_TRUE(TokenSampler(o).picks_plain_argmax(std::vector<int32_t>{}));
+  o.ngram_window = 2;  // the window "7 5" holds no "5 x"
+  EXPECT_TRUE(TokenSampler(o).picks_plain_argmax(loop));
+  o.ngram_window = 0;
+  o.ngram_whitelist = {5};  // the tail holds a whitelisted token: nothing is banned
+  EXPECT_TRUE(TokenSampler(o).picks_plain_argmax(loop));
+  o = {};
+  o.no_repeat_ngram = 1;  // every token seen is banned
+  EXPECT_FALSE(TokenSampler(o).picks_plain_argmax(std::vector<int32_t>{3}));
+  // Where it says yes, pick() returns the first maximum and counts no guarded pick.
+  o = {};
+  o.no_repeat_ngram = 3;
+  TokenSampler s(o);
+  const std::vector<int32_t> h = {1, 2, 3, 1, 4};
+  ASSERT_TRUE(s.picks_plain_argmax(h));
+  std::vector<float> logits = {0, 0, 0, 2.0f, 2.0f};
+  EXPECT_EQ(s.pick(logits, h), 3);
+  EXPECT_EQ(s.guarded(), 0u);
+}
+
 TEST(Sampling, DrawsDependOnTheSeedAlone) {
   SamplingOptions o;
   o.temperature = 1.0f;

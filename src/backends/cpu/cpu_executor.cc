@@ -509,6 +509,17 @@ void CpuExecutor::read(const View& view, float* dst) {
     std::memcpy(dst + r * view.cols, src + r * stride, view.cols * sizeof(float));
 }
 
+void CpuExecutor::argmax_rows(const View& view, int32_t* dst) {
+  check(plan_.buffers().at(static_cast<std::size_t>(view.buffer)).elem != plan::Elem::kI32,
+        "argmax rows: ", plan_.buffers().at(static_cast<std::size_t>(view.buffer)).name, " holds integers");
+  ops::RowArgmaxArgs a;
+  a.x = ops::f32_view(static_cast<const float*>(ptr(view)), ld(view));
+  a.rows = rows(view);
+  a.cols = view.cols;
+  a.out = dst;
+  ops::row_argmax_cpu(a, pool_);
+}
+
 void CpuExecutor::write(const View& view, const float* src, std::size_t n) {
   const plan::BufferDesc& b = plan_.buffers().at(static_cast<std::size_t>(view.buffer));
   check(b.rows == Rows::kPersistent, "cpu executor: write into ", b.name, ", which is not a persistent buffer");

@@ -28,6 +28,7 @@ class CpuExecutor final : public plan::Executor {
   void set_batch(const plan::Batch& batch) override;
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
+  void argmax_rows(const plan::View& view, int32_t* dst) override;
   void write(const plan::View& view, const float* src, std::size_t rows) override;
   void fill_rows(const plan::View& view, std::size_t first, std::size_t count, float value) override;
   void copy_rows(const plan::View& view, std::size_t from, std::size_t to, std::size_t count) override;

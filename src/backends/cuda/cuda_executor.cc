@@ -738,6 +738,35 @@ void CudaExecutor::copy_rows(const View& view, std::size_t from, std::size_t to,
                                   view.cols * sizeof(float), count, cudaMemcpyDeviceToDevice, stream_));
 }
 
+void CudaExecutor::argmax_rows(const View& view, int32_t* dst) {
+  const plan::BufferDesc& desc = plan_.buffers().at(static_cast<std::size_t>(view.buffer));
+  check(desc.elem != plan::Elem::kI32, "argmax rows: ", desc.name, " holds integers");
+  std::size_t n = 0;  // the real rows, as read() counts them
+  switch (desc.rows) {
+    case Rows::kTokens: n = real_tokens_; break;
+    case Rows::kSequences:
+    case Rows::kSelected: n = real_seqs_; break;
+    case Rows::kPersistent: n = desc.fixed_rows; break;
+    case Rows::kWindows: n = real_tokens_ / plan::kWindowTokens; break;
+  }
+  if (n == 0 || view.cols == 0) return;
+  IL_CUDA_CHECK(cudaSetDevice(device_));
+  const std::size_t bytes = aligned_bytes(n * sizeof(int32_t));
+  if (argmax_arena_.bytes() < bytes) {
+    argmax_arena_ = DeviceMemory(bytes);
+    argmax_staging_ = PinnedMemory(bytes);
+  }
+  ops::RowArgmaxArgs a;
+  a.x = ops::ConstTensorView(tensor(view));
+  a.rows = n;
+  a.cols = view.cols;
+  a.out = reinterpret_cast<int32_t*>(argmax_arena_.get());
+  ops::row_argmax_cuda(a, stream_);
+  IL_CUDA_CHECK(cudaMemcpyAsync(argmax_staging_.get(), a.out, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  IL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // every call ends synchronised: nothing in flight uses the arena
+  std::memcpy(dst, argmax_staging_.get(), n * sizeof(int32_t));
+}
+
 void CudaExecutor::sample_rows(const View& logits, const View& processed, const std::vector<float>& temperature,
                                const std::vector<double>& uniform, ops::RowDraw* out) {
   const plan::BufferDesc& lb = plan_.buffers().at(static_cast<std::size_t>(logits.buffer));

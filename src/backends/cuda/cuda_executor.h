@@ -53,6 +53,7 @@ class CudaExecutor final : public plan::Executor {
   void set_batch(const plan::Batch& batch) override;
   void run(const std::string& program) override;
   void read(const plan::View& view, float* dst) override;
+  void argmax_rows(const plan::View& view, int32_t* dst) override;
   // Host f32 rows into a persistent buffer, converted to its element type; returns once the
   // rows are on the device (never inside a run, so no graph holds it).
   void write(const plan::View& view, const float* src, std::size_t rows) override;
@@ -200,6 +201,9 @@ class CudaExecutor final : public plan::Executor {
   // pinned staging of the same layout; grown to the largest call.
   DeviceMemory sample_arena_;
   PinnedMemory sample_staging_;
+  // argmax_rows: the ids on the device and their pinned copy, grown to the largest batch.
+  DeviceMemory argmax_arena_;
+  PinnedMemory argmax_staging_;
 
   // The launched shape is the batch rounded up to buckets (backends/cuda/batch_buckets.h);
   // reads return the real rows.
