@@ -41,6 +41,46 @@ GenerationRequest request(const TextCase& c) {
   return r;
 }
 
+// Each page's vision rows (the projector's output with image_newline and the separator) within
+// 1e-4 of the fixture's, for either folder.
+void expect_vision_rows_match(const std::string& folder, const char* label) {
+  auto e = load(folder);
+  const std::vector<PageCase> cases = page_cases(folder);
+  ASSERT_EQ(cases.size(), 3u);
+  for (const PageCase& c : cases) {
+    const std::vector<Matrix> rows = e->vision_rows({c.page});
+    ASSERT_EQ(rows.size(), 1u);
+    ASSERT_EQ(rows[0].data.size(), c.vision.size()) << c.name;
+    double err = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < c.vision.size(); ++i) {
+      err = std::max(err, std::abs(rows[0].data[i] - c.vision.values[i]));
+      scale = std::max(scale, std::abs(c.vision.values[i]));
+    }
+    std::printf("[%s cpu f32] %s: %zu vision rows max-abs %.3g (largest %.3g)\n", label, c.name.c_str(),
+                rows[0].rows, err, scale);
+    EXPECT_LE(err, 1e-4) << c.name;
+  }
+}
+
+// The pages' last prompt logits within 1e-4 of the fixture's, then the three pages generated
+// together: each its fixture's greedy tokens.
+void expect_page_logits_and_tokens_match(const std::string& folder, const char* label) {
+  auto e = load(folder);
+  const std::vector<PageCase> cases = page_cases(folder);
+  std::vector<GenerationRequest> requests;
+  for (const PageCase& c : cases) requests.push_back(page_request(c));
+  const Matrix logits = e->prompt_logits(requests);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    double err = 0.0;
+    for (std::size_t v = 0; v < logits.cols; ++v)
+      err = std::max(err, std::abs(static_cast<double>(logits.row(i)[v]) - cases[i].last_logits[v]));
+    std::printf("[%s cpu f32] %s: last logits max-abs %.3g\n", label, cases[i].name.c_str(), err);
+    EXPECT_LE(err, 1e-4) << cases[i].name;
+  }
+  const std::vector<GenerationResult> got = e->generate(requests);
+  for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
+}
+
 TEST(DeepseekOcr2, DescribesItself) {
   auto e = load();
   const ModelInfo& i = e->info();
@@ -82,41 +122,11 @@ TEST(DeepseekOcr2, DecoderGreedyTokensMatchTransformers) {
   }
 }
 
-TEST(DeepseekOcr2, VisionRowsMatchTransformers) {
-  auto e = load();
-  const std::vector<PageCase> cases = page_cases();
-  ASSERT_EQ(cases.size(), 3u);
-  for (const PageCase& c : cases) {
-    const std::vector<Matrix> rows = e->vision_rows({c.page});
-    ASSERT_EQ(rows.size(), 1u);
-    ASSERT_EQ(rows[0].data.size(), c.vision.size()) << c.name;
-    double err = 0.0, scale = 0.0;
-    for (std::size_t i = 0; i < c.vision.size(); ++i) {
-      err = std::max(err, std::abs(rows[0].data[i] - c.vision.values[i]));
-      scale = std::max(scale, std::abs(c.vision.values[i]));
-    }
-    std::printf("[deepseek-ocr2 cpu f32] %s: %zu vision rows max-abs %.3g (largest %.3g)\n", c.name.c_str(),
-                rows[0].rows, err, scale);
-    EXPECT_LE(err, 1e-4) << c.name;
-  }
-}
+TEST(DeepseekOcr2, VisionRowsMatchTransformers) { expect_vision_rows_match("deepseek-ocr2", "deepseek-ocr2"); }
 
+// The three pages generated together: 20 greedy tokens each, as transformers'.
 TEST(DeepseekOcr2, PagesLastLogitsMatchTransformers) {
-  auto e = load();
-  const std::vector<PageCase> cases = page_cases();
-  std::vector<GenerationRequest> requests;
-  for (const PageCase& c : cases) requests.push_back(page_request(c));
-  const Matrix logits = e->prompt_logits(requests);
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    double err = 0.0;
-    for (std::size_t v = 0; v < logits.cols; ++v)
-      err = std::max(err, std::abs(static_cast<double>(logits.row(i)[v]) - cases[i].last_logits[v]));
-    std::printf("[deepseek-ocr2 cpu f32] %s: last logits max-abs %.3g\n", cases[i].name.c_str(), err);
-    EXPECT_LE(err, 1e-4) << cases[i].name;
-  }
-  // The three pages generated together: 20 greedy tokens each, as transformers'.
-  const std::vector<GenerationResult> got = e->generate(requests);
-  for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
+  expect_page_logits_and_tokens_match("deepseek-ocr2", "deepseek-ocr2");
 }
 
 TEST(DeepseekOcr2, RefusesPagesThatDoNotFitTheirPrompt) {
@@ -146,40 +156,10 @@ TEST(DeepseekOcrV1, DescribesItself) {
 
 // Native view (CLIP's table as stored), a view whose SAM and CLIP tables are resized (up), and a
 // 3 × 2 grid of tiles (tables resized down, windows padded) with the global view.
-TEST(DeepseekOcrV1, VisionRowsMatchTheReference) {
-  auto e = load("deepseek-ocr");
-  const std::vector<PageCase> cases = page_cases("deepseek-ocr");
-  ASSERT_EQ(cases.size(), 3u);
-  for (const PageCase& c : cases) {
-    const std::vector<Matrix> rows = e->vision_rows({c.page});
-    ASSERT_EQ(rows.size(), 1u);
-    ASSERT_EQ(rows[0].data.size(), c.vision.size()) << c.name;
-    double err = 0.0, scale = 0.0;
-    for (std::size_t i = 0; i < c.vision.size(); ++i) {
-      err = std::max(err, std::abs(rows[0].data[i] - c.vision.values[i]));
-      scale = std::max(scale, std::abs(c.vision.values[i]));
-    }
-    std::printf("[deepseek-ocr v1 cpu f32] %s: %zu vision rows max-abs %.3g (largest %.3g)\n", c.name.c_str(),
-                rows[0].rows, err, scale);
-    EXPECT_LE(err, 1e-4) << c.name;
-  }
-}
+TEST(DeepseekOcrV1, VisionRowsMatchTheReference) { expect_vision_rows_match("deepseek-ocr", "deepseek-ocr v1"); }
 
 TEST(DeepseekOcrV1, PagesLastLogitsAndGreedyTokensMatchTheReference) {
-  auto e = load("deepseek-ocr");
-  const std::vector<PageCase> cases = page_cases("deepseek-ocr");
-  std::vector<GenerationRequest> requests;
-  for (const PageCase& c : cases) requests.push_back(page_request(c));
-  const Matrix logits = e->prompt_logits(requests);
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    double err = 0.0;
-    for (std::size_t v = 0; v < logits.cols; ++v)
-      err = std::max(err, std::abs(static_cast<double>(logits.row(i)[v]) - cases[i].last_logits[v]));
-    std::printf("[deepseek-ocr v1 cpu f32] %s: last logits max-abs %.3g\n", cases[i].name.c_str(), err);
-    EXPECT_LE(err, 1e-4) << cases[i].name;
-  }
-  const std::vector<GenerationResult> got = e->generate(requests);
-  for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i].tokens, cases[i].greedy) << cases[i].name;
+  expect_page_logits_and_tokens_match("deepseek-ocr", "deepseek-ocr v1");
 }
 
 // A batch budget below a tiled page's patches (all its views together) but above each view and
