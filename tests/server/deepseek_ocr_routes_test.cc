@@ -10,7 +10,6 @@
 #include <fstream>
 #include <set>
 
-#include "core/base64.h"
 #include "server_test_util.h"
 
 namespace il::server_test {
@@ -19,11 +18,7 @@ namespace {
 const char* kModel = "deepseek-ocr2-pipeline";
 
 std::string b64_page(const std::string& page, const char* model = kModel) {
-  std::ifstream in(cli_test::fixture_dir(model) / page, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string b64;
-  append_base64(b64, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  return b64;
+  return base64_file(cli_test::fixture_dir(model) / page);
 }
 
 TEST(DeepseekOcrRoute, PagesGiveTheOcrCommandsTokensWithBlocks) {

@@ -10,7 +10,6 @@
 #include <sstream>
 #include <thread>
 
-#include "core/base64.h"
 #include "server_test_util.h"
 
 namespace il::server_test {
@@ -24,11 +23,7 @@ json expected() {
 }
 
 std::string data_uri(const std::string& page) {
-  std::ifstream in(cli_test::fixture_dir(kModel) / page, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string b64;
-  append_base64(b64, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  return "data:image/png;base64," + b64;
+  return "data:image/png;base64," + base64_file(cli_test::fixture_dir(kModel) / page);
 }
 
 const char* task_text(const std::string& task) {
@@ -325,12 +320,6 @@ TEST(GenerationRoutes, AClientThatLeavesFreesItsSequence) {
   EXPECT_EQ(server.terminate(), 0);
 }
 
-std::string b64(const std::string& bytes) {
-  std::string out;
-  append_base64(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  return out;
-}
-
 std::vector<json> ndjson(const std::string& body) {
   std::vector<json> out;
   std::istringstream in(body);
@@ -385,7 +374,7 @@ TEST(OcrRoute, PdfPagesAndRefusals) {
   ASSERT_TRUE(server.started());
   auto c = server.client();
   const std::string pdf = cli_test::tiny_pdf({"one", "two", "three", "four"});
-  auto r = post(c, "/ocr", {{"pdf", b64(pdf)}, {"pages", "2,4"}, {"dpi", 100}, {"max_tokens", 5}, {"stream", true}});
+  auto r = post(c, "/ocr", {{"pdf", base64_of(pdf)}, {"pages", "2,4"}, {"dpi", 100}, {"max_tokens", 5}, {"stream", true}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const auto lines = ndjson(r->body);
@@ -394,20 +383,20 @@ TEST(OcrRoute, PdfPagesAndRefusals) {
   EXPECT_EQ(lines[1].at("page"), 4);
   EXPECT_EQ(lines[0].at("tokens"), 5);
   // Refusals, the server staying up.
-  r = post(c, "/ocr", {{"pdf", b64("%PDF-1.4 nothing")}});
+  r = post(c, "/ocr", {{"pdf", base64_of("%PDF-1.4 nothing")}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 422) << r->body;
   EXPECT_EQ(r->body.find("/tmp"), std::string::npos) << "no server path in the message: " << r->body;
-  r = post(c, "/ocr", {{"pdf", b64("not a pdf")}});
+  r = post(c, "/ocr", {{"pdf", base64_of("not a pdf")}});
   EXPECT_EQ(r->status, 422);
-  r = post(c, "/ocr", {{"images", json::array({data_uri("page1.png")})}, {"pdf", b64(pdf)}});
+  r = post(c, "/ocr", {{"images", json::array({data_uri("page1.png")})}, {"pdf", base64_of(pdf)}});
   EXPECT_EQ(r->status, 422);
   r = post(c, "/ocr", {{"images", json::array({data_uri("page1.png")})}, {"task", "poem"}});
   EXPECT_EQ(r->status, 422);
-  r = post(c, "/ocr", {{"pdf", b64(pdf)}, {"pages", "3-1"}});
+  r = post(c, "/ocr", {{"pdf", base64_of(pdf)}, {"pages", "3-1"}});
   EXPECT_EQ(r->status, 422);
   // An image that does not decode: its page says why, the other page is read.
-  r = post(c, "/ocr", {{"images", json::array({b64("not an image"), data_uri("page1.png")})}, {"max_tokens", 3}});
+  r = post(c, "/ocr", {{"images", json::array({base64_of("not an image"), data_uri("page1.png")})}, {"max_tokens", 3}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const json j = body_of(r);
@@ -465,7 +454,7 @@ TEST(OcrRoute, AThousandPagePdfInBoundedMemory) {
   auto c = server.client();
   c.set_read_timeout(600, 0);
   const auto read_all = [&](std::size_t pages) {
-    const auto r = post(c, "/ocr", {{"pdf", b64(many_page_pdf(pages))}, {"dpi", 72}, {"max_tokens", 1}, {"stream", true}});
+    const auto r = post(c, "/ocr", {{"pdf", base64_of(many_page_pdf(pages))}, {"dpi", 72}, {"max_tokens", 1}, {"stream", true}});
     EXPECT_TRUE(r);
     if (!r) return;
     EXPECT_EQ(r->status, 200) << r->body.substr(0, 500);
@@ -532,7 +521,7 @@ TEST(OcrRoute, MultipartUploadsReadAsJson) {
     const json p = body_of(r);
     ASSERT_EQ(p.at("pages").size(), 1u);
     EXPECT_EQ(p.at("pages")[0].at("page"), 2);
-    const json same = body_of(post(c, "/ocr", {{"pdf", b64(pdf)}, {"pages", "2"}, {"dpi", 100}, {"max_tokens", 4}}));
+    const json same = body_of(post(c, "/ocr", {{"pdf", base64_of(pdf)}, {"pages", "2"}, {"dpi", 100}, {"max_tokens", 4}}));
     EXPECT_EQ(p.at("pages")[0].at("text"), same.at("pages")[0].at("text"));
   }
   EXPECT_EQ(server.terminate(), 0);

@@ -14,9 +14,13 @@
 #include <cstring>
 #include <strings.h>
 #include <limits>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "core/base64.h"
 
 namespace il::server_test {
 namespace {
@@ -350,6 +354,18 @@ Exit run_with_deadline(const std::vector<std::string>& args, std::chrono::second
   }
   close(err[0]);
   return e;
+}
+
+std::string base64_of(const std::string& bytes) {
+  std::string out;
+  il::append_base64(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return out;
+}
+
+std::string base64_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  EXPECT_TRUE(in) << "cannot read " << file;
+  return base64_of(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
 }
 
 }  // namespace il::server_test

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,10 @@ struct Exit {
   std::string err;
 };
 Exit run_with_deadline(const std::vector<std::string>& args, std::chrono::seconds limit);
+// Base64 of bytes, and of a file's bytes (the images and PDFs the routes take in JSON bodies).
+std::string base64_of(const std::string& bytes);
+std::string base64_file(const std::filesystem::path& file);
+
 inline constexpr double kTolerance = 1e-5;  // same engine, same inputs: only summation order differs
 
 }  // namespace il::server_test

@@ -14,7 +14,6 @@
 #include <iterator>
 #include <thread>
 
-#include "core/base64.h"
 #include "server_test_util.h"
 
 namespace il::server_test {
@@ -23,14 +22,6 @@ namespace {
 constexpr double kTol = 2e-5;  // the vision tower's parity tolerance (tests/oracle/siglip_test.cc)
 
 std::filesystem::path fixtures() { return cli_test::fixture_dir("siglip-joint").parent_path(); }
-
-std::string base64_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string out;
-  il::append_base64(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  return out;
-}
 
 std::vector<float> unit(std::vector<float> v) {
   double s = 0;
