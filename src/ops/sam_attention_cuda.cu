@@ -1,5 +1,6 @@
-// SAM's attention on CUDA (ops/sam_attention.h), a simple kernel first: one warp per (view, head,
-// query row), f32 arithmetic, no score matrix. Per query the warp
+// SAM's attention on CUDA (ops/sam_attention.h). Head dim 64 (SAM-B's), global or windowed, runs
+// on the tiled kernel further down; any other head dim on this per-query one: one warp per (view,
+// head, query row), f32 arithmetic, no score matrix. Per query the warp
 //   1. stages q (unscaled, f32) in shared memory, lanes over the head dimensions;
 //   2. computes the 2S relative terms q · Rh[qy − k + S − 1] and q · Rw[qx − k + S − 1]
 //      (k = 0 … S − 1), one per lane at a time, into shared memory;
@@ -167,14 +168,23 @@ __global__ void __launch_bounds__(kWarps * 32) sam_attention_kernel(SamParams<T>
 }
 
 
-// Global blocks at head_dim 64: a tiled kernel. A block holds kBq = 64 queries of one (view,
-// head) and walks the view's keys kBk = 64 at a time through shared memory (f32), so each key and
-// value is read from global memory once per block instead of once per query. Its 8 warps hold 8
+// Blocks at head_dim 64, global or windowed: a tiled kernel. A block holds kBq = 64 queries of
+// one (view, head, tile) — the tile being the whole view (global) or one window of the padded
+// view — and walks the tile's keys kBk = 64 at a time through shared memory (f32), so each key
+// and value is read from global memory once per block instead of once per query. A padding
+// position of a window is a key and value of the projection's bias (the reference's zero rows
+// through qkv); padding queries are computed for nothing and not stored. Its 8 warps hold 8
 // queries each; a lane scores 2 keys against its warp's 8 queries at once (16 FMAs per 10 shared
 // loads), the probabilities go through shared memory, and a lane accumulates 2 output dimensions
 // of the 8 queries. The relative terms (2S per query) are computed once per block into shared
 // memory and looked up per key: no score matrix beyond the 64 × 64 tile in registers.
 constexpr int kBq = 64, kBk = 64, kFlashWarps = 8, kQPerWarp = kBq / kFlashWarps, kFlashD = 64;
+
+// The blocks one (view, head) needs along x: its tiles times the query tiles of one tile.
+__host__ __device__ inline int flash_blocks(int g, int window) {
+  const int S = window > 0 ? window : g, per_side = (g + S - 1) / S;
+  return per_side * per_side * ((S * S + kBq - 1) / kBq);
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T> p, int rel_cols) {
@@ -188,14 +198,24 @@ __global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int start = p.view_starts[view];
   const int n = p.view_starts[view + 1] - start;
-  const int q0 = static_cast<int>(blockIdx.x) * kBq;
-  if (n <= 0 || q0 >= n) return;  // block-uniform
+  if (n <= 0) return;  // block-uniform
   const int g = square_side(n);
-  if (g < 0 || 2 * g > rel_cols) return;  // refused on the host
+  if (g < 0) return;  // refused on the host
+  // The tile: S on a side (the view's side, or the window), its corner (y0, x0) in the view, its
+  // positions in row-major order (padding included).
+  const int S = p.window > 0 ? p.window : g, per_side = (g + S - 1) / S, keys = S * S;
+  const int q_tiles = (keys + kBq - 1) / kBq, tile = static_cast<int>(blockIdx.x) / q_tiles;
+  if (tile >= per_side * per_side || 2 * S > rel_cols) return;  // past this view's blocks; refused on the host
+  const int q0 = static_cast<int>(blockIdx.x) % q_tiles * kBq;
+  const int y0 = tile / per_side * S, x0 = tile % per_side * S;
+  const auto row_of = [&](int i) {  // the view row of tile position i, or −1 for padding
+    const int vy = y0 + i / S, vx = x0 + i % S;
+    return vy < g && vx < g ? vy * g + vx : -1;
+  };
   const float* Rh = nullptr;
   const float* Rw = nullptr;
   for (int i = 0; i < p.tables.count; ++i)
-    if (p.tables.side[i] == g) {
+    if (p.tables.side[i] == S) {
       Rh = p.tables.h[i];
       Rw = p.tables.w[i];
       break;
@@ -203,18 +223,21 @@ __global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T
   if (Rh == nullptr) return;  // refused on the host
   const int W = p.heads * kFlashD;
   const T* base = p.qkv + static_cast<std::size_t>(start) * p.ld_qkv + static_cast<std::size_t>(head) * kFlashD;
+  const float* bias_k = p.bias + W + head * kFlashD;
+  const float* bias_v = p.bias + 2 * W + head * kFlashD;
 
-  // The query tile (zeros past the view), then its relative terms.
+  // The query tile (zeros for padding and past the tile), then its relative terms.
   for (int i = tid; i < kBq * kFlashD; i += kFlashWarps * 32) {
     const int r = i / kFlashD, c = i % kFlashD;
-    q_s[r * (kFlashD + 1) + c] = q0 + r < n ? elem::load(base + static_cast<std::size_t>(q0 + r) * p.ld_qkv + c) : 0.0f;
+    const int row = q0 + r < keys ? row_of(q0 + r) : -1;
+    q_s[r * (kFlashD + 1) + c] = row >= 0 ? elem::load(base + static_cast<std::size_t>(row) * p.ld_qkv + c) : 0.0f;
   }
   __syncthreads();
-  for (int i = tid; i < kBq * 2 * g; i += kFlashWarps * 32) {
-    const int r = i / (2 * g), k = i % (2 * g);
-    const int qr = min(q0 + r, n - 1), qy = qr / g, qx = qr % g;
-    const float* t = k < g ? Rh + static_cast<std::size_t>(qy + g - 1 - k) * kFlashD
-                           : Rw + static_cast<std::size_t>(qx + g - 1 - (k - g)) * kFlashD;
+  for (int i = tid; i < kBq * 2 * S; i += kFlashWarps * 32) {
+    const int r = i / (2 * S), k = i % (2 * S);
+    const int qr = min(q0 + r, keys - 1), qy = qr / S, qx = qr % S;
+    const float* t = k < S ? Rh + static_cast<std::size_t>(qy + S - 1 - k) * kFlashD
+                           : Rw + static_cast<std::size_t>(qx + S - 1 - (k - S)) * kFlashD;
     const float* q = q_s + r * (kFlashD + 1);
     float dot = 0.0f;
 #pragma unroll 16
@@ -231,14 +254,23 @@ __global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T
   }
   const int qbase = warp * kQPerWarp;  // this warp's queries in the tile
   float* pw = p_s + warp * kQPerWarp * kBk;
-  for (int k0 = 0; k0 < n; k0 += kBk) {
+  for (int k0 = 0; k0 < keys; k0 += kBk) {
     __syncthreads();  // the previous tile's readers are done (and rel_s is written, first time)
     for (int i = tid; i < kBk * kFlashD; i += kFlashWarps * 32) {
       const int r = i / kFlashD, c = i % kFlashD;
-      const bool in = k0 + r < n;
-      const std::size_t row = static_cast<std::size_t>(k0 + r) * p.ld_qkv;
-      k_s[r * (kFlashD + 1) + c] = in ? elem::load(base + row + W + c) : 0.0f;
-      v_s[r * kFlashD + c] = in ? elem::load(base + row + 2 * W + c) : 0.0f;
+      const bool in = k0 + r < keys;
+      const int row = in ? row_of(k0 + r) : -1;
+      float kv = 0.0f, vv = 0.0f;
+      if (row >= 0) {
+        const T* src = base + static_cast<std::size_t>(row) * p.ld_qkv;
+        kv = elem::load(src + W + c);
+        vv = elem::load(src + 2 * W + c);
+      } else if (in) {  // a padding position of the window
+        kv = bias_k[c];
+        vv = bias_v[c];
+      }
+      k_s[r * (kFlashD + 1) + c] = kv;
+      v_s[r * kFlashD + c] = vv;
     }
     __syncthreads();
     float sc[kQPerWarp][2];
@@ -263,7 +295,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int key = k0 + lane + 32 * h;
-        s[h] = key < n ? sc[j][h] * p.scale + rel[key / g] + rel[g + key % g] : -INFINITY;
+        s[h] = key < keys ? sc[j][h] * p.scale + rel[key / S] + rel[S + key % S] : -INFINITY;
       }
       const float m_new = fmaxf(m[j], warp_max(fmaxf(s[0], s[1])));  // finite: key k0 < n
       const float corr = expf(m[j] - m_new);
@@ -276,7 +308,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T
       pw[j * kBk + lane + 32] = e1;
     }
     __syncwarp();
-    const int nk = min(kBk, n - k0);
+    const int nk = min(kBk, keys - k0);
     for (int jj = 0; jj < nk; ++jj) {
       const float v0 = v_s[jj * kFlashD + lane], v1 = v_s[jj * kFlashD + lane + 32];
 #pragma unroll
@@ -290,10 +322,10 @@ __global__ void __launch_bounds__(kFlashWarps * 32) sam_flash_kernel(SamParams<T
   }
 #pragma unroll
   for (int j = 0; j < kQPerWarp; ++j) {
-    const int r = q0 + qbase + j;
-    if (r >= n) continue;
+    const int i = q0 + qbase + j, row = i < keys ? row_of(i) : -1;
+    if (row < 0) continue;
     const float inv = 1.0f / l[j];
-    T* o = p.out + static_cast<std::size_t>(start + r) * p.ldo + static_cast<std::size_t>(head) * kFlashD;
+    T* o = p.out + static_cast<std::size_t>(start + row) * p.ldo + static_cast<std::size_t>(head) * kFlashD;
     elem::store(o + lane, acc[j][0] * inv);
     elem::store(o + lane + 32, acc[j][1] * inv);
   }
@@ -329,11 +361,11 @@ void sam_attention_cuda(const SamAttentionCudaArgs& a, cudaStream_t stream) {
   tables.count = static_cast<int>(a.num_tables);
   const dim3 grid(static_cast<unsigned>((a.max_view_tokens + kWarps - 1) / kWarps), static_cast<unsigned>(a.views),
                   static_cast<unsigned>(a.heads));
-  // Global blocks at head dim 64 take the tiled kernel (its shared memory sized by the largest
-  // table side); windowed blocks (a tile of window² keys) the per-query one.
+  // Head dim 64 (SAM-B's) takes the tiled kernel, global and windowed (its shared memory sized by
+  // the largest table side); other head dims the per-query one.
   std::size_t max_side = 0;
   for (std::size_t i = 0; i < a.num_tables; ++i) max_side = std::max(max_side, a.tables[i].side);
-  const bool flash = a.window == 0 && a.head_dim == static_cast<std::size_t>(kFlashD);
+  const bool flash = a.head_dim == static_cast<std::size_t>(kFlashD);
   const int rel_cols = static_cast<int>(2 * max_side);
   const std::size_t flash_smem =
       sizeof(float) * (static_cast<std::size_t>(kBq) * (kFlashD + 1) + static_cast<std::size_t>(kBk) * (kFlashD + 1) +
@@ -358,8 +390,11 @@ void sam_attention_cuda(const SamAttentionCudaArgs& a, cudaStream_t stream) {
         return true;
       }();
       (void)sized;
-      const dim3 fgrid(static_cast<unsigned>((a.max_view_tokens + kBq - 1) / kBq), static_cast<unsigned>(a.views),
-                       static_cast<unsigned>(a.heads));
+      // Enough blocks along x for the largest view (a smaller one's extra blocks exit at once).
+      std::size_t g_max = static_cast<std::size_t>(std::sqrt(static_cast<double>(a.max_view_tokens)));
+      while (g_max * g_max < a.max_view_tokens) ++g_max;
+      const dim3 fgrid(static_cast<unsigned>(flash_blocks(static_cast<int>(g_max), static_cast<int>(a.window))),
+                       static_cast<unsigned>(a.views), static_cast<unsigned>(a.heads));
       sam_flash_kernel<T><<<fgrid, kFlashWarps * 32, flash_smem, stream>>>(p, rel_cols);
     } else {
       sam_attention_kernel<T><<<grid, kWarps * 32, 0, stream>>>(p);

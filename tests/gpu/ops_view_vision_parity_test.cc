@@ -109,7 +109,7 @@ TEST_P(VisionOps, SequenceWindowMatchesCpu) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// SAM attention
+// SAM attention (head dim 64 on the tiled kernel, global and windowed; 32 on the per-query one)
 
 struct SamCase {
   std::size_t window;
@@ -125,6 +125,8 @@ TEST_P(VisionOps, SamAttentionMatchesCpu) {
       {4, {11, 8, 0, 3}, 2, 64}, {4, {11, 8, 0, 3}, 1, 32}, {5, {16, 5, 7}, 2, 64},
       {5, {16, 5, 7}, 1, 32},    {0, {9, 12, 9}, 2, 64},    {0, {12, 0, 9}, 1, 32},
       {0, {24, 17, 0, 3}, 3, 64},  // the tiled global kernel: several query and key tiles, partial ones
+      {14, {30, 14, 9, 0, 16}, 2, 64},  // SAM's window on the tiled kernel: 196 positions, 4 query tiles
+      {14, {30, 16}, 1, 32},            // the same on the per-query kernel
   };
   uint32_t seed = 100;
   double worst = 0.0;
