@@ -3,6 +3,7 @@
 #include "inferencelayer/engine.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -640,11 +641,12 @@ class LocalEngine final : public Engine {
   // A text through SigLIP's spiece.model: over the maximum it is cut as transformers cuts it
   // ("</s>" kept last) or refused, as the tokenizer.json path does; then padded to the length.
   TokenInput siglip_spm_input(std::string_view text, const text::EncodeOptions& o) const {
-    std::vector<int32_t> ids = siglip_spm_->encode(text, o.add_special_tokens);
+    std::vector<int32_t> text_ids = siglip_spm_->encode(text, false);  // tokenized once, cut below if need be
+    std::vector<int32_t> ids = siglip_spm_->truncate(text_ids, SIZE_MAX, o.add_special_tokens);
     if (o.max_length > 0 && ids.size() > o.max_length) {
       check(o.truncate, "tokenizer: the input has ", ids.size(), " tokens, more than the maximum of ", o.max_length);
-      ids = siglip_spm_->encode_truncated(text, o.max_length, o.add_special_tokens,
-                                          o.direction == text::TruncationDirection::kLeft);
+      ids = siglip_spm_->truncate(std::move(text_ids), o.max_length, o.add_special_tokens,
+                                  o.direction == text::TruncationDirection::kLeft);
     }
     return padded(TokenInput{std::move(ids), {}});
   }

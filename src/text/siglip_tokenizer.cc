@@ -249,8 +249,12 @@ std::vector<int32_t> SiglipSpmTokenizer::encode(std::string_view text, bool add_
 
 std::vector<int32_t> SiglipSpmTokenizer::encode_truncated(std::string_view text, std::size_t max_length, bool add_eos,
                                                           bool from_left) const {
+  return truncate(tokens(text), max_length, add_eos, from_left);
+}
+
+std::vector<int32_t> SiglipSpmTokenizer::truncate(std::vector<int32_t> ids, std::size_t max_length, bool add_eos,
+                                                  bool from_left) const {
   check(max_length >= (add_eos ? 1u : 0u), "a SigLIP text cut to ", max_length, " tokens has no room for \"</s>\"");
-  std::vector<int32_t> ids = tokens(text);
   // transformers counts one special token to add (the "</s>"), cuts the text's ids by what the
   // total overflows, then appends "</s>" unless the cut ids end with it.
   const std::size_t room = add_eos ? max_length - 1 : max_length;

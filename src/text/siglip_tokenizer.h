@@ -35,6 +35,10 @@ class SiglipSpmTokenizer {
   // after them (from the end, or from the start with from_left), as transformers truncates.
   std::vector<int32_t> encode_truncated(std::string_view text, std::size_t max_length, bool add_eos = true,
                                         bool from_left = false) const;
+  // encode_truncated's cut of ids encode(text, false) already gave: a caller that first checks the
+  // whole text's length cuts it without tokenizing it again.
+  std::vector<int32_t> truncate(std::vector<int32_t> text_ids, std::size_t max_length, bool add_eos = true,
+                                bool from_left = false) const;
   // padding="max_length", truncation=True: exactly max_length() ids.
   std::vector<int32_t> encode_padded(std::string_view text) const;
   // The piece of an id ("" outside the vocabulary), and whether it is one of the special tokens.
